@@ -1,0 +1,99 @@
+"""Train-step throughput of t2t_jax vs a PyTorch reference on the same sizes. Prints JSON.
+
+    python bench/train_step.py [--sizes tiny,base] [--steps 8]
+
+Reports target tokens/s, seconds/step and model GFLOP/s (analytic: 3x forward
+matmul FLOPs incl. attention and the output projection) for float32 and
+bfloat16 compute, and the ratio to torch.nn.Transformer (float32).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from t2t_jax.config import default_config  # noqa: E402
+from t2t_jax.model import ModelConfig, Transformer  # noqa: E402
+from t2t_jax.model.flops import train_step_flops  # noqa: E402
+from t2t_jax.train.state import create_state, make_optimizer  # noqa: E402
+from t2t_jax.train.step import jit_train_step  # noqa: E402
+
+SIZES = {
+    "tiny": dict(vocab_size=8192, d_model=256, num_heads=4, d_ff=1024, layers=3, batch=32, length=64),
+    "base": dict(vocab_size=32768, d_model=512, num_heads=8, d_ff=2048, layers=6, batch=16, length=64),
+}
+
+
+def model_config(size: dict, dtype: str) -> ModelConfig:
+    return ModelConfig(vocab_size=size["vocab_size"], d_model=size["d_model"], num_heads=size["num_heads"],
+                       d_ff=size["d_ff"], encoder_layers=size["layers"], decoder_layers=size["layers"],
+                       dropout=0.1, dtype=dtype)
+
+
+def bench_jax(size: dict, dtype: str, steps: int, warmup: int) -> dict:
+    cfg = model_config(size, dtype)
+    tx, _ = make_optimizer(default_config().optimizer, cfg)
+    state = create_state(cfg, tx, seed=0)
+    step = jit_train_step(Transformer(cfg), tx, label_smoothing=0.1)
+    rng = np.random.default_rng(0)
+    shape = (size["batch"], size["length"])
+    batch = {"inputs": rng.integers(3, cfg.vocab_size, shape).astype(np.int32),
+             "targets": rng.integers(3, cfg.vocab_size, shape).astype(np.int32)}
+    batch = jax.device_put(batch)
+    compile_start = time.perf_counter()
+    for _ in range(warmup):
+        state, sums = step(state, batch)
+    jax.block_until_ready(sums)
+    compile_seconds = time.perf_counter() - compile_start
+    start = time.perf_counter()
+    for _ in range(steps):
+        state, sums = step(state, batch)
+    jax.block_until_ready(sums)
+    seconds = (time.perf_counter() - start) / steps
+    flops = train_step_flops(cfg, size["batch"], size["length"], size["length"])
+    return {"seconds_per_step": seconds, "target_tokens_per_s": size["batch"] * size["length"] / seconds,
+            "gflops_per_s": flops / seconds / 1e9, "warmup_seconds": compile_seconds,
+            "loss": float(sums["loss"] / sums["tokens"])}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="tiny,base")
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--no-torch", action="store_true")
+    args = parser.parse_args()
+    report = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "jax": jax.__version__,
+                          "devices": jax.device_count(), "backend": jax.default_backend()},
+              "results": {}}
+    for name in args.sizes.split(","):
+        size = SIZES[name]
+        entry = {"flops_per_step": train_step_flops(model_config(size, "float32"), size["batch"],
+                                                    size["length"], size["length"])}
+        for dtype in ("float32", "bfloat16"):
+            entry[f"jax_{dtype}"] = bench_jax(size, dtype, args.steps, args.warmup)
+        if not args.no_torch:
+            from bench.torch_reference import benchmark
+
+            entry["torch_float32"] = benchmark(size, size["batch"], size["length"], args.steps, args.warmup,
+                                               threads=os.cpu_count())
+            reference = entry["torch_float32"]["target_tokens_per_s"]
+            entry["torch_float32"]["gflops_per_s"] = entry["flops_per_step"] / entry["torch_float32"]["seconds_per_step"] / 1e9
+            for dtype in ("float32", "bfloat16"):
+                entry[f"jax_{dtype}"]["ratio_to_torch_f32"] = entry[f"jax_{dtype}"]["target_tokens_per_s"] / reference
+        report["results"][name] = entry
+        print(json.dumps({name: entry}), file=sys.stderr, flush=True)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

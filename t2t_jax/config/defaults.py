@@ -1,0 +1,47 @@
+"""The complete run-config schema. Experiment files start from this and change a few lines.
+
+Every key a user may set exists here, so an override of a key that is not here
+is a typo and is rejected (see loading.py).  Defaults are the paper's base
+model on WMT14 EN-DE (Vaswani et al. 2017, §5, Table 3 "base").
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import ml_collections
+
+from t2t_jax.model.config import ModelConfig
+
+
+def default_config() -> ml_collections.ConfigDict:
+    c = ml_collections.ConfigDict()
+    c.model = ml_collections.ConfigDict(dataclasses.asdict(ModelConfig()))
+
+    c.optimizer = ml_collections.ConfigDict()
+    c.optimizer.schedule = "constant*linear_warmup*rsqrt_decay*rsqrt_hidden_size"  # §5.3
+    c.optimizer.constant = 1.0
+    c.optimizer.warmup_steps = 4000
+    c.optimizer.b1 = 0.9
+    c.optimizer.b2 = 0.98
+    c.optimizer.eps = 1e-9
+    c.optimizer.weight_decay = 0.0
+    c.optimizer.clip_norm = 0.0  # 0 = no clipping (the paper clips nothing)
+
+    c.train = ml_collections.ConfigDict()
+    c.train.steps = 100_000
+    c.train.label_smoothing = 0.1
+    c.train.seed = 0
+    c.train.log_every = 100
+    c.train.eval_every = 1000
+    c.train.eval_batches = 0  # 0 = the whole validation split
+
+    c.data = ml_collections.ConfigDict()
+    c.data.dataset = "wmt14_translate/de-en"
+    c.data.source_lang = "en"
+    c.data.target_lang = "de"
+    c.data.batch_tokens = 25_000  # per side, per global batch (§5.1: ~25k source + ~25k target tokens)
+    c.data.max_length = 256  # longest training example kept, in wordpieces per side
+    c.data.toy_vocab = 32  # generated tasks only
+    c.data.toy_min_length = 4
+    c.data.toy_max_length = 16
+    return c

@@ -1,0 +1,82 @@
+"""Load a config file (``path.py`` or ``path.py:arg``) and apply ``--config.a.b=value`` overrides.
+
+Unknown keys are an error that lists the valid keys at that level; values are
+parsed as Python literals and must keep the type of the default.
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import pathlib
+from typing import Iterable
+
+import ml_collections
+
+from t2t_jax.model.config import ConfigError, ModelConfig
+
+
+def load_config(spec: str, overrides: Iterable[str] = ()) -> ml_collections.ConfigDict:
+    """``spec`` is ``file.py`` or ``file.py:arg``; the file defines ``get_config([arg])``."""
+    path, _, arg = spec.partition(":")
+    file = pathlib.Path(path)
+    if not file.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    module_spec = importlib.util.spec_from_file_location(f"_t2t_config_{file.stem}", file)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    if not hasattr(module, "get_config"):
+        raise ConfigError(f"{path} does not define get_config()")
+    config = module.get_config(arg) if arg else module.get_config()
+    for override in overrides:
+        apply_override(config, override)
+    model_config(config)  # validate now, not after minutes of data loading
+    return config
+
+
+def apply_override(config: ml_collections.ConfigDict, override: str) -> None:
+    """Apply ``a.b=value`` (a leading ``--config.`` / ``config.`` is stripped)."""
+    text = override.removeprefix("--").removeprefix("config.")
+    key, sep, raw = text.partition("=")
+    if not sep:
+        raise ConfigError(f"override {override!r} is not of the form --config.key=value")
+    *parents, leaf = key.split(".")
+    node = config
+    for depth, name in enumerate(parents):
+        node = _child(node, name, ".".join(parents[:depth]))
+        if not isinstance(node, ml_collections.ConfigDict):
+            raise ConfigError(f"config key {'.'.join(parents[:depth + 1])!r} is a value, not a section")
+    _child(node, leaf, ".".join(parents))
+    old = node[leaf]
+    with node.unlocked():
+        node[leaf] = _parse_value(raw, old, key)
+
+
+def _child(node, name, where):
+    if name not in node:
+        valid = ", ".join(sorted(node.keys()))
+        raise ConfigError(f"unknown config key {((where + '.') if where else '') + name!r}; valid keys"
+                          f"{' under ' + where if where else ''}: {valid}")
+    return node[name]
+
+
+def _parse_value(raw: str, old, key: str):
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        value = raw  # bare strings: --config.model.ln=pre
+    if old is None or value is None:
+        return value
+    if isinstance(old, bool) or isinstance(value, bool):
+        if not isinstance(old, bool) or not isinstance(value, bool):
+            raise ConfigError(f"config.{key}: expected {type(old).__name__}, got {raw!r}")
+        return value
+    if isinstance(old, float) and isinstance(value, int):
+        return float(value)
+    if not isinstance(value, type(old)):
+        raise ConfigError(f"config.{key}: expected {type(old).__name__}, got {raw!r}")
+    return value
+
+
+def model_config(config: ml_collections.ConfigDict) -> ModelConfig:
+    """The validated, frozen ModelConfig of a run config."""
+    return ModelConfig.from_mapping(config.model.to_dict())

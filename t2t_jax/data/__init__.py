@@ -1,0 +1,1 @@
+"""Data: generated toy tasks, corpora, tokenizer, batching."""

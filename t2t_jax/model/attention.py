@@ -1,0 +1,97 @@
+"""Multi-head attention and the registry of attention functions.
+
+Every registered function has one signature so a config line swaps it:
+``fn(query, key, value, bias, *, dropout_rate, dropout_rng, deterministic, dtype)``
+with query [b, q, h, d_k], key [b, k, h, d_k], value [b, k, h, d_v] and an
+additive float32 bias broadcastable to [b, h, q, k]; it returns [b, q, h, d_v].
+``dropout_rng`` is (key, example ids) so weight dropout is keyed per example (dropout.py).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from t2t_jax.model import precision
+from t2t_jax.model.config import ModelConfig
+from t2t_jax.model.dropout import row_keep_mask
+from t2t_jax.model.layers import glorot_uniform
+
+
+def attention_weights(query, key, bias, *, scale, dropout_rate, dropout_rng, deterministic, dtype):
+    """softmax(q·kᵀ·scale + bias) in float32, with optional dropout on the weights."""
+    logits = precision.einsum("bqhd,bkhd->bhqk", query * jnp.asarray(scale, query.dtype), key,
+                              dtype, jnp.float32)
+    if bias is not None:
+        logits = logits + bias
+    weights = jax.nn.softmax(logits, axis=-1)
+    if not deterministic and dropout_rate > 0.0:
+        key, rows = dropout_rng
+        keep = row_keep_mask(key, rows, weights.shape, dropout_rate)
+        weights = jnp.where(keep, weights / (1.0 - dropout_rate), 0.0)
+    return weights
+
+
+def dot_product(query, key, value, bias, *, dropout_rate=0.0, dropout_rng=None, deterministic=True,
+                dtype="float32"):
+    """Scaled dot-product attention, eq. (1): softmax(QKᵀ/√d_k)V."""
+    weights = attention_weights(query, key, bias, scale=query.shape[-1] ** -0.5, dropout_rate=dropout_rate,
+                                dropout_rng=dropout_rng, deterministic=deterministic, dtype=dtype)
+    return precision.einsum("bhqk,bkhd->bqhd", weights, value, dtype)
+
+
+def dot_product_unscaled(query, key, value, bias, *, dropout_rate=0.0, dropout_rng=None,
+                         deterministic=True, dtype="float32"):
+    """Dot-product attention without 1/√d_k: shows why the paper scales (§3.2.1)."""
+    weights = attention_weights(query, key, bias, scale=1.0, dropout_rate=dropout_rate,
+                                dropout_rng=dropout_rng, deterministic=deterministic, dtype=dtype)
+    return precision.einsum("bhqk,bkhd->bqhd", weights, value, dtype)
+
+
+ATTENTION_FUNCTIONS = {
+    "dot_product": dot_product,
+    "dot_product_unscaled": dot_product_unscaled,
+}
+
+
+class MultiHeadAttention(nn.Module):
+    """MultiHead(Q, K, V) = Concat(head_1..h) W^O, no biases on the projections (DESIGN.md).
+
+    Kernels are stored as (d_model, heads, head_dim) / (heads, head_dim, d_model)
+    with Glorot fans computed on the 2-D view.
+    """
+
+    config: ModelConfig
+
+    @nn.compact
+    def __call__(self, inputs_q, inputs_kv, bias, rows):
+        cfg = self.config
+        h, dk, dv = cfg.num_heads, cfg.head_dim_k, cfg.head_dim_v
+        to_heads = glorot_uniform(in_axis=0, out_axis=(1, 2))
+        query = Projection("btd,dhk->bthk", (cfg.d_model, h, dk), to_heads, cfg.dtype, name="query")(inputs_q)
+        key = Projection("btd,dhk->bthk", (cfg.d_model, h, dk), to_heads, cfg.dtype, name="key")(inputs_kv)
+        value = Projection("btd,dhk->bthk", (cfg.d_model, h, dv), to_heads, cfg.dtype, name="value")(inputs_kv)
+        dropout_rng = None
+        if rows is not None and cfg.attention_dropout > 0.0:
+            dropout_rng = (self.make_rng("dropout"), rows)
+        attend = ATTENTION_FUNCTIONS[cfg.attention]
+        out = attend(query, key, value, bias, dropout_rate=cfg.attention_dropout, dropout_rng=dropout_rng,
+                     deterministic=rows is None, dtype=cfg.dtype)
+        from_heads = glorot_uniform(in_axis=(0, 1), out_axis=2)
+        return Projection("bthk,hkd->btd", (h, dv, cfg.d_model), from_heads, cfg.dtype, name="out")(out)
+
+
+class Projection(nn.Module):
+    """A bias-free kernel applied by one einsum (params at ``<name>/kernel``)."""
+
+    equation: str
+    shape: tuple
+    initializer: Callable
+    dtype: str
+
+    @nn.compact
+    def __call__(self, x):
+        kernel = self.param("kernel", self.initializer, self.shape, jnp.float32)
+        return precision.einsum(self.equation, x, kernel, self.dtype)

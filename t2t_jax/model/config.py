@@ -1,0 +1,106 @@
+"""The frozen model hyper-parameters, validated once, shared by every module.
+
+Kept apart from the ml_collections run config so the model can be built from a
+checkpoint's saved config alone, and so a bad value fails at construction with a
+message naming the field instead of deep inside a trace.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+LN_PLACEMENTS = ("post", "pre")
+POSITION_KINDS = ("sinusoidal", "concat", "learned", "none")
+DTYPES = ("float32", "bfloat16")
+
+
+class ConfigError(ValueError):
+    """A configuration value is wrong; the message names the key and the rule."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """Paper "base" by default (Vaswani et al. 2017, Table 3)."""
+
+    vocab_size: int = 37000
+    d_model: int = 512
+    num_heads: int = 8
+    d_k: int | None = None  # per-head query/key size; None = d_model // num_heads
+    d_v: int | None = None  # per-head value size; None = d_model // num_heads
+    d_ff: int = 2048
+    encoder_layers: int = 6
+    decoder_layers: int = 6
+    dropout: float = 0.1  # residual and embedding dropout (the paper's P_drop)
+    attention_dropout: float = 0.0
+    relu_dropout: float = 0.0
+    ln: str = "post"
+    ln_epsilon: float = 1e-6
+    positions: str = "sinusoidal"
+    attention: str = "dot_product"
+    dtype: str = "float32"  # compute dtype; params stay float32
+    max_len: int = 256  # size of learned position table and decode caches
+    pad_id: int = 0
+    eos_id: int = 1
+
+    def __post_init__(self):
+        _check_positive(self, ("vocab_size", "d_model", "num_heads", "d_ff", "max_len"))
+        _check_non_negative(self, ("encoder_layers", "decoder_layers"))
+        for name in ("dropout", "attention_dropout", "relu_dropout"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                raise ConfigError(f"model.{name} = {value}: a dropout rate must be in [0, 1)")
+        if self.d_model % self.num_heads and (self.d_k is None or self.d_v is None):
+            raise ConfigError(
+                f"model.d_model = {self.d_model} is not divisible by model.num_heads = "
+                f"{self.num_heads}; change one of them or set model.d_k and model.d_v explicitly")
+        for name in ("d_k", "d_v"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ConfigError(f"model.{name} = {value}: must be a positive integer or None")
+        _check_choice("ln", self.ln, LN_PLACEMENTS)
+        _check_choice("positions", self.positions, POSITION_KINDS)
+        _check_choice("dtype", self.dtype, DTYPES)
+        from t2t_jax.model import attention  # local import: registry lives with the functions
+
+        _check_choice("attention", self.attention, tuple(attention.ATTENTION_FUNCTIONS))
+        if self.pad_id == self.eos_id:
+            raise ConfigError("model.pad_id and model.eos_id must differ")
+
+    @property
+    def head_dim_k(self) -> int:
+        return self.d_k if self.d_k is not None else self.d_model // self.num_heads
+
+    @property
+    def head_dim_v(self) -> int:
+        return self.d_v if self.d_v is not None else self.d_model // self.num_heads
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> "ModelConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(
+                f"unknown model key(s) {unknown}; valid keys: {sorted(known)}")
+        return cls(**dict(values))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _check_positive(cfg, names):
+    for name in names:
+        value = getattr(cfg, name)
+        if not isinstance(value, int) or value <= 0:
+            raise ConfigError(f"model.{name} = {value!r}: must be a positive integer")
+
+
+def _check_non_negative(cfg, names):
+    for name in names:
+        value = getattr(cfg, name)
+        if not isinstance(value, int) or value < 0:
+            raise ConfigError(f"model.{name} = {value!r}: must be a non-negative integer")
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ConfigError(f"model.{name} = {value!r}: must be one of {list(choices)}")

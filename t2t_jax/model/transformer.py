@@ -1,0 +1,127 @@
+"""Encoder, Decoder and the Transformer (Vaswani et al. 2017, §3) as pure flax.linen modules.
+
+Shapes: tokens [batch, length] int32; activations [batch, length, d_model] in
+the compute dtype; logits [batch, target_length, vocab] float32.  Segment ids
+(1..n, 0 = pad) and per-segment positions come with packed batches; without
+them every row is one example padded with pad_id.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import flax.linen as nn
+import jax.numpy as jnp
+
+from t2t_jax.model import masks
+from t2t_jax.model.attention import MultiHeadAttention
+from t2t_jax.model.config import ModelConfig
+from t2t_jax.model.dropout import Dropout, dropout_rows
+from t2t_jax.model.layers import FeedForward, LayerNorm, PositionSignal, SharedEmbedding
+
+
+class EncoderLayer(nn.Module):
+    config: ModelConfig
+
+    @nn.compact
+    def __call__(self, x, self_bias, rows):
+        cfg = self.config
+        attn = MultiHeadAttention(cfg, name="self_attn")
+        ffn = FeedForward(cfg, name="ffn")
+        x = _residual(self, "ln_attn", x, lambda y: attn(y, y, self_bias, rows), rows)
+        return _residual(self, "ln_ffn", x, lambda y: ffn(y, rows), rows)
+
+
+class DecoderLayer(nn.Module):
+    config: ModelConfig
+
+    @nn.compact
+    def __call__(self, x, encoded, self_bias, cross_bias, rows):
+        cfg = self.config
+        self_attn = MultiHeadAttention(cfg, name="self_attn")
+        cross_attn = MultiHeadAttention(cfg, name="cross_attn")
+        ffn = FeedForward(cfg, name="ffn")
+        x = _residual(self, "ln_self", x, lambda y: self_attn(y, y, self_bias, rows), rows)
+        x = _residual(self, "ln_cross", x, lambda y: cross_attn(y, encoded, cross_bias, rows), rows)
+        return _residual(self, "ln_ffn", x, lambda y: ffn(y, rows), rows)
+
+
+def _residual(module, ln_name, x, fn, rows):
+    """One sublayer with its LayerNorm params at ``<layer>/<ln_name>/{scale,bias}``."""
+    cfg = module.config
+    norm = LayerNorm(cfg.ln_epsilon, cfg.dtype, name=ln_name)
+    drop = Dropout(cfg.dropout)
+    if cfg.ln == "pre":
+        return x + drop(fn(norm(x)), rows)
+    return norm(x + drop(fn(x), rows))
+
+
+class Encoder(nn.Module):
+    config: ModelConfig
+    embed: SharedEmbedding
+
+    @nn.compact
+    def __call__(self, inputs, segments, positions, rows):
+        cfg = self.config
+        x = PositionSignal(cfg, name="pos_embed")(self.embed(inputs), positions)
+        x = Dropout(cfg.dropout)(x, rows)
+        bias = masks.attention_bias(segments, segments)
+        for i in range(cfg.encoder_layers):
+            x = EncoderLayer(cfg, name=f"layer_{i}")(x, bias, rows)
+        if cfg.ln == "pre":
+            x = LayerNorm(cfg.ln_epsilon, cfg.dtype, name="ln_final")(x)
+        return x
+
+
+class Decoder(nn.Module):
+    config: ModelConfig
+    embed: SharedEmbedding
+
+    @nn.compact
+    def __call__(self, encoded, input_segments, decoder_inputs, segments, positions, rows):
+        cfg = self.config
+        y = PositionSignal(cfg, name="pos_embed")(self.embed(decoder_inputs), positions)
+        y = Dropout(cfg.dropout)(y, rows)
+        self_bias = masks.attention_bias(segments, segments, causal=True)
+        cross_bias = masks.attention_bias(segments, input_segments)
+        for i in range(cfg.decoder_layers):
+            y = DecoderLayer(cfg, name=f"layer_{i}")(y, encoded, self_bias, cross_bias, rows)
+        if cfg.ln == "pre":
+            y = LayerNorm(cfg.ln_epsilon, cfg.dtype, name="ln_final")(y)
+        return self.embed.attend(y)
+
+
+class Transformer(nn.Module):
+    """encode(inputs) -> memory; decode(memory, targets) -> logits; __call__ = both."""
+
+    config: ModelConfig
+
+    def setup(self):
+        self.embed = SharedEmbedding(self.config)
+        self.encoder = Encoder(self.config, self.embed)
+        self.decoder = Decoder(self.config, self.embed)
+
+    def encode(self, inputs, inputs_segmentation: Optional[jnp.ndarray] = None,
+               inputs_position: Optional[jnp.ndarray] = None, deterministic: bool = True, example_ids=None):
+        segments = self._segments(inputs, inputs_segmentation)
+        rows = dropout_rows(inputs.shape[0], deterministic, example_ids)
+        return self.encoder(inputs, segments, inputs_position, rows)
+
+    def decode(self, encoded, inputs, targets, inputs_segmentation=None, targets_segmentation=None,
+               targets_position=None, deterministic: bool = True, example_ids=None):
+        """Teacher-forced logits for ``targets`` (shifted right per segment inside)."""
+        input_segments = self._segments(inputs, inputs_segmentation)
+        target_segments = self._segments(targets, targets_segmentation)
+        decoder_inputs = masks.shift_right(targets, target_segments, self.config.pad_id)
+        rows = dropout_rows(targets.shape[0], deterministic, example_ids)
+        return self.decoder(encoded, input_segments, decoder_inputs, target_segments, targets_position, rows)
+
+    def __call__(self, inputs, targets, inputs_segmentation=None, targets_segmentation=None,
+                 inputs_position=None, targets_position=None, deterministic: bool = True, example_ids=None):
+        encoded = self.encode(inputs, inputs_segmentation, inputs_position, deterministic, example_ids)
+        return self.decode(encoded, inputs, targets, inputs_segmentation, targets_segmentation,
+                           targets_position, deterministic, example_ids)
+
+    def _segments(self, tokens, segmentation):
+        if segmentation is not None:
+            return segmentation
+        return masks.segments_from_tokens(tokens, self.config.pad_id)

@@ -1,0 +1,1 @@
+"""Training: schedule, loss, state, jitted steps, the loop."""

@@ -1,0 +1,38 @@
+"""Progress lines for long runs: step, loss, accuracy, learning rate, tokens/s, ETA."""
+from __future__ import annotations
+
+import time
+
+
+def format_duration(seconds: float) -> str:
+    seconds = int(max(seconds, 0))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+class Progress:
+    """Measures throughput between reports and prints one line per report."""
+
+    def __init__(self, total_steps: int, start_step: int = 0, printer=print):
+        self.total = total_steps
+        self.printer = printer
+        self.last_time = time.perf_counter()
+        self.last_step = start_step
+        self.tokens = 0.0
+        self.start_time = self.last_time
+
+    def add_tokens(self, count: float) -> None:
+        self.tokens += count
+
+    def report(self, step: int, metrics: dict, lr: float) -> dict:
+        now = time.perf_counter()
+        elapsed = max(now - self.last_time, 1e-9)
+        steps = max(step - self.last_step, 1)
+        tokens_per_s = self.tokens / elapsed
+        eta = (self.total - step) * elapsed / steps
+        self.printer(f"step {step}/{self.total} | loss {metrics['loss']:.4f} | nll {metrics['nll']:.4f} | "
+                     f"acc {metrics['accuracy']:.4f} | lr {lr:.3e} | {tokens_per_s:,.0f} tok/s | "
+                     f"ETA {format_duration(eta)}", flush=True)
+        self.last_time, self.last_step, self.tokens = now, step, 0.0
+        return {"tokens_per_s": tokens_per_s}
