@@ -42,9 +42,31 @@ def _mixed_einsum_bwd(equation, out_dtype, residuals, g):
     inputs, out = equation.split("->")
     ia, ib = inputs.split(",")
     g = g.astype(a.dtype)
-    ga = jnp.einsum(f"{out},{ib}->{ia}", g, b, preferred_element_type=jnp.float32)
-    gb = jnp.einsum(f"{ia},{out}->{ib}", a, g, preferred_element_type=jnp.float32)
+    ga = _f32_einsum(out, g, ib, b, ia)
+    gb = _f32_einsum(ia, a, out, g, ib)
     return ga.astype(a.dtype), gb.astype(b.dtype)
+
+
+def _f32_einsum(ix, x, iy, y, out):
+    """bf16 x bf16 -> f32 einsum with the operand whose batch dims lead placed first.
+
+    XLA:CPU runs mixed bf16->f32 dots only through its library kernels; some
+    operand orders (e.g. 'bqhd,bhqk->bkhd') fall back to a generic dot that
+    rejects this type combination, while the swapped order is canonical.
+    """
+    batch = set(ix) & set(iy) & set(out)
+    if _leading(iy, batch) > _leading(ix, batch):
+        ix, x, iy, y = iy, y, ix, x
+    return jnp.einsum(f"{ix},{iy}->{out}", x, y, preferred_element_type=jnp.float32)
+
+
+def _leading(indices, batch):
+    count = 0
+    for index in indices:
+        if index not in batch:
+            break
+        count += 1
+    return count
 
 
 _mixed_einsum.defvjp(_mixed_einsum_fwd, _mixed_einsum_bwd)
