@@ -1,6 +1,6 @@
 """Train-step throughput of t2t_jax vs a PyTorch reference on the same sizes. Prints JSON.
 
-    python bench/train_step.py [--sizes tiny,base] [--steps 8]
+    python bench/train_step.py [--sizes tiny,base] [--steps 8] [--launcher single|mesh|pmap] [--fake-devices 8]
 
 Reports target tokens/s, seconds/step and model GFLOP/s (analytic: 3x forward
 matmul FLOPs incl. attention and the output projection) for float32 and
@@ -17,6 +17,9 @@ import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+if "--fake-devices" in sys.argv:  # must reach XLA before jax is imported
+    _count = sys.argv[sys.argv.index("--fake-devices") + 1]
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={_count}"
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
@@ -25,6 +28,7 @@ from t2t_jax.config import default_config  # noqa: E402
 from t2t_jax.model import ModelConfig, Transformer  # noqa: E402
 from t2t_jax.model.flops import train_step_flops  # noqa: E402
 from t2t_jax.train.state import create_state, make_optimizer  # noqa: E402
+from t2t_jax.train.parallel import make_launcher  # noqa: E402
 from t2t_jax.train.step import jit_train_step  # noqa: E402
 
 SIZES = {
@@ -39,16 +43,20 @@ def model_config(size: dict, dtype: str) -> ModelConfig:
                        dropout=0.1, dtype=dtype)
 
 
-def bench_jax(size: dict, dtype: str, steps: int, warmup: int) -> dict:
+def bench_jax(size: dict, dtype: str, steps: int, warmup: int, launcher: str) -> dict:
     cfg = model_config(size, dtype)
     tx, _ = make_optimizer(default_config().optimizer, cfg)
     state = create_state(cfg, tx, seed=0)
-    step = jit_train_step(Transformer(cfg), tx, label_smoothing=0.1)
     rng = np.random.default_rng(0)
     shape = (size["batch"], size["length"])
     batch = {"inputs": rng.integers(3, cfg.vocab_size, shape).astype(np.int32),
              "targets": rng.integers(3, cfg.vocab_size, shape).astype(np.int32)}
-    batch = jax.device_put(batch)
+    if launcher == "single":
+        step = jit_train_step(Transformer(cfg), tx, label_smoothing=0.1)
+        batch = jax.device_put(batch)
+    else:
+        parallel = make_launcher(launcher, Transformer(cfg), tx, label_smoothing=0.1)
+        step, state, batch = parallel.train_step, parallel.put_state(state), parallel.put_batch(batch)
     compile_start = time.perf_counter()
     for _ in range(warmup):
         state, sums = step(state, batch)
@@ -71,16 +79,19 @@ def main():
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--launcher", default="single", choices=["single", "mesh", "pmap"])
+    parser.add_argument("--fake-devices", type=int, default=0, help="XLA host-platform device count (CPU)")
     args = parser.parse_args()
     report = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "jax": jax.__version__,
-                          "devices": jax.device_count(), "backend": jax.default_backend()},
+                          "devices": jax.device_count(), "backend": jax.default_backend(),
+                          "launcher": args.launcher},
               "results": {}}
     for name in args.sizes.split(","):
         size = SIZES[name]
         entry = {"flops_per_step": train_step_flops(model_config(size, "float32"), size["batch"],
                                                     size["length"], size["length"])}
         for dtype in ("float32", "bfloat16"):
-            entry[f"jax_{dtype}"] = bench_jax(size, dtype, args.steps, args.warmup)
+            entry[f"jax_{dtype}"] = bench_jax(size, dtype, args.steps, args.warmup, args.launcher)
         if not args.no_torch:
             from bench.torch_reference import benchmark
 

@@ -34,6 +34,14 @@ def default_config() -> ml_collections.ConfigDict:
     c.train.log_every = 100
     c.train.eval_every = 1000
     c.train.eval_batches = 0  # 0 = the whole validation split
+    c.train.accum_steps = 1  # micro-batches per update (lax.scan inside the step)
+
+    c.parallel = ml_collections.ConfigDict()
+    c.parallel.launcher = "mesh"  # mesh: jit(shard_map) over Mesh(devices, ("data",)); or pmap
+    c.parallel.coordinator_address = ""  # host:port of process 0; empty = single process
+    c.parallel.num_processes = 1
+    c.parallel.process_id = 0
+    c.parallel.auto_detect = False  # TPU pods / SLURM: let jax.distributed find everything
 
     c.data = ml_collections.ConfigDict()
     c.data.dataset = "wmt14_translate/de-en"

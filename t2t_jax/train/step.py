@@ -35,24 +35,53 @@ def _weights(batch, pad_id):
 
 
 def train_step(state: TrainState, batch, *, model: Transformer, tx, label_smoothing: float,
-               axis_name=None):
-    """One update. Returns the new state and summed metrics (global when ``axis_name`` is set)."""
-    weights = _weights(batch, model.config.pad_id)
-    global_tokens = _psum(weights.sum(), axis_name)
+               axis_name=None, accum_steps: int = 1):
+    """One update. Returns the new state and summed metrics (global when ``axis_name`` is set).
+
+    With ``accum_steps`` = k the (per-device) batch is split into k micro-batches whose
+    gradients are summed inside a ``lax.scan``: the same update as one step on the whole
+    batch, with 1/k of the activation memory.  Dropout is keyed by (step, example id),
+    so the split does not change the masks either.
+    """
+    pad_id = model.config.pad_id
+    global_tokens = jnp.maximum(_psum(_weights(batch, pad_id).sum(), axis_name), 1.0)
     dropout_rng = jax.random.fold_in(state.rng, state.step)
+    if "example_ids" not in batch:
+        batch = {**batch, "example_ids": jnp.arange(batch["targets"].shape[0], dtype=jnp.int32)}
 
-    def objective(params):
-        logits = _logits(model, params, batch, deterministic=False, rng=dropout_rng)
-        sums = loss_sums(logits, batch["targets"], weights, label_smoothing)
-        return sums["loss"] / jnp.maximum(global_tokens, 1.0), sums
+    def objective(params, micro_batch):
+        logits = _logits(model, params, micro_batch, deterministic=False, rng=dropout_rng)
+        sums = loss_sums(logits, micro_batch["targets"], _weights(micro_batch, pad_id), label_smoothing)
+        return sums["loss"] / global_tokens, sums
 
-    grads, sums = jax.grad(objective, has_aux=True)(state.params)
+    gradient = jax.grad(objective, has_aux=True)
+    if accum_steps == 1:
+        grads, sums = gradient(state.params, batch)
+    else:
+        grads, sums = _accumulate(gradient, state.params, batch, accum_steps)
     grads = _psum(grads, axis_name)
     sums = _psum(sums, axis_name)
     updates, opt_state = tx.update(grads, state.opt_state, state.params)
     params = jax.tree_util.tree_map(lambda p, u: p + u, state.params, updates)
     new_state = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
     return new_state, sums
+
+
+def _accumulate(gradient, params, batch, accum_steps):
+    """Sum (grads, sums) of ``gradient`` over ``accum_steps`` equal micro-batches with lax.scan."""
+    rows = batch["targets"].shape[0]
+    if rows % accum_steps:
+        raise ValueError(f"per-device batch of {rows} rows is not divisible by accum_steps={accum_steps}")
+    micro_batches = jax.tree_util.tree_map(
+        lambda x: x.reshape((accum_steps, rows // accum_steps) + x.shape[1:]), batch)
+    zeros = jax.tree_util.tree_map(jnp.zeros_like, jax.eval_shape(gradient, params,
+                                                                  jax.tree_util.tree_map(lambda x: x[0], micro_batches)))
+
+    def body(total, micro_batch):
+        return jax.tree_util.tree_map(jnp.add, total, gradient(params, micro_batch)), None
+
+    total, _ = jax.lax.scan(body, zeros, micro_batches)
+    return total
 
 
 def eval_step(params, batch, *, model: Transformer, label_smoothing: float, axis_name=None):
@@ -62,9 +91,10 @@ def eval_step(params, batch, *, model: Transformer, label_smoothing: float, axis
     return _psum(sums, axis_name)
 
 
-def jit_train_step(model, tx, label_smoothing):
+def jit_train_step(model, tx, label_smoothing, accum_steps: int = 1):
     """Single-device jitted train step; the state argument is donated."""
-    step = functools.partial(train_step, model=model, tx=tx, label_smoothing=label_smoothing)
+    step = functools.partial(train_step, model=model, tx=tx, label_smoothing=label_smoothing,
+                             accum_steps=accum_steps)
     return jax.jit(step, donate_argnums=0)
 
 

@@ -1,0 +1,131 @@
+"""Data-parallel launchers for the per-device train/eval steps of step.py.
+
+Both run the *same* step function (explicit ``psum`` over the axis ``data``):
+
+* ``mesh`` (default): ``jax.jit`` of ``jax.shard_map`` over ``Mesh(devices, ("data",))``;
+  the state is replicated by ``NamedSharding(mesh, P())`` and the batch is sharded on its
+  leading axis.  ``check_vma=False`` gives pmap semantics: gradients of replicated params
+  are *not* implicitly summed, so the explicit psum is right (with the default
+  ``check_vma=True`` they would be summed twice).
+* ``pmap``: ``jax.pmap(axis_name="data")`` over a state stacked once per local device.
+
+Multi-host: every process passes only its own rows; global arrays are assembled with
+``jax.make_array_from_process_local_data``.  Rows carry global example ids so dropout
+masks do not depend on the device layout.
+"""
+from __future__ import annotations
+
+import functools
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from t2t_jax.model.config import ConfigError
+from t2t_jax.train.step import eval_step, train_step
+
+AXIS = "data"
+LAUNCHERS = ("mesh", "pmap")
+
+
+def with_example_ids(local_batch: dict) -> dict:
+    """Add global row ids: process p's rows are p*rows .. (p+1)*rows-1 (equal shards per process)."""
+    rows = local_batch["targets"].shape[0]
+    start = jax.process_index() * rows
+    return {**local_batch, "example_ids": np.arange(start, start + rows, dtype=np.int32)}
+
+
+class MeshLauncher:
+    """jit(shard_map(step)) over a 1-D data mesh of all (global) devices."""
+
+    def __init__(self, model, tx, label_smoothing, accum_steps=1, devices=None):
+        devices = devices if devices is not None else jax.devices()
+        self.mesh = Mesh(np.asarray(devices), (AXIS,))
+        self.replicated = NamedSharding(self.mesh, P())
+        self.sharded = NamedSharding(self.mesh, P(AXIS))
+        step = functools.partial(train_step, model=model, tx=tx, label_smoothing=label_smoothing,
+                                 axis_name=AXIS, accum_steps=accum_steps)
+        evaluate = functools.partial(eval_step, model=model, label_smoothing=label_smoothing, axis_name=AXIS)
+        self.train_step = jax.jit(self._shard(step, (P(), P(AXIS)), (P(), P())), donate_argnums=0)
+        self.eval_step = jax.jit(self._shard(evaluate, (P(), P(AXIS)), P()))
+
+    def _shard(self, fn, in_specs, out_specs):
+        return jax.shard_map(fn, mesh=self.mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
+
+    @property
+    def device_count(self):
+        return self.mesh.size
+
+    def put_state(self, state):
+        """Replicate a host/single-device state (or re-place a restored one) on the mesh."""
+        return jax.device_put(state, self.replicated)
+
+    def get_state(self, state):
+        return state
+
+    def put_batch(self, local_batch: dict) -> dict:
+        local_batch = with_example_ids(local_batch) if "example_ids" not in local_batch else local_batch
+        _check_divisible(local_batch, jax.local_device_count())
+        return {k: jax.make_array_from_process_local_data(self.sharded, np.asarray(v))
+                for k, v in local_batch.items()}
+
+
+class PmapLauncher:
+    """pmap(step) with the state stacked once per local device."""
+
+    def __init__(self, model, tx, label_smoothing, accum_steps=1, devices=None):
+        self.devices = devices if devices is not None else jax.local_devices()
+        step = functools.partial(train_step, model=model, tx=tx, label_smoothing=label_smoothing,
+                                 axis_name=AXIS, accum_steps=accum_steps)
+        evaluate = functools.partial(eval_step, model=model, label_smoothing=label_smoothing, axis_name=AXIS)
+        self._train = jax.pmap(step, axis_name=AXIS, donate_argnums=0, devices=self.devices)
+        self._eval = jax.pmap(evaluate, axis_name=AXIS, devices=self.devices)
+
+    @property
+    def device_count(self):
+        return len(self.devices) * jax.process_count()
+
+    def put_state(self, state):
+        n = len(self.devices)
+        return jax.tree_util.tree_map(lambda x: np.broadcast_to(np.asarray(x), (n,) + np.shape(x)), state)
+
+    def get_state(self, state):
+        return jax.tree_util.tree_map(lambda x: x[0], state)
+
+    def put_batch(self, local_batch: dict) -> dict:
+        local_batch = with_example_ids(local_batch) if "example_ids" not in local_batch else local_batch
+        n = len(self.devices)
+        _check_divisible(local_batch, n)
+        return {k: np.asarray(v).reshape((n, -1) + np.shape(v)[1:]) for k, v in local_batch.items()}
+
+    def train_step(self, state, batch):
+        """The stacked state and the (already global) metrics of device 0."""
+        state, sums = self._train(state, batch)
+        return state, jax.tree_util.tree_map(lambda x: x[0], sums)
+
+    def eval_step(self, params, batch):
+        return jax.tree_util.tree_map(lambda x: x[0], self._eval(params, batch))
+
+
+def _check_divisible(batch, devices):
+    rows = batch["targets"].shape[0]
+    if rows % devices:
+        raise ConfigError(f"a batch of {rows} rows per process cannot be split over {devices} local devices; "
+                          f"make data.batch_tokens / data.max_length a multiple of {devices}")
+
+
+def make_launcher(kind: str, model, tx, label_smoothing, accum_steps=1, devices=None):
+    if kind not in LAUNCHERS:
+        raise ConfigError(f"parallel.launcher = {kind!r}: must be one of {list(LAUNCHERS)}")
+    cls = MeshLauncher if kind == "mesh" else PmapLauncher
+    return cls(model, tx, label_smoothing, accum_steps=accum_steps, devices=devices)
+
+
+def host_tree(tree):
+    """Fetch a replicated pytree to host numpy arrays (this process's copy when multi-host)."""
+    def fetch(x):
+        if isinstance(x, jax.Array) and not x.is_fully_addressable:
+            x = x.addressable_data(0)
+        return np.asarray(jax.device_get(x))
+
+    return jax.tree_util.tree_map(fetch, tree)
