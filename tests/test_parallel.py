@@ -31,7 +31,7 @@ def setup(extra=()):
                                                   "--config.data.batch_tokens=512", *extra])
     cfg = model_config(config)
     tx, _ = make_optimizer(config.optimizer, cfg)
-    batches, _ = make_data(config)
+    batches = make_data(config).train
     return config, cfg, tx, Transformer(cfg), [next(batches) for _ in range(3)]
 
 

@@ -25,7 +25,7 @@ def run_steps(config, steps):
     tx, _ = make_optimizer(config.optimizer, cfg)
     state = create_state(cfg, tx, config.train.seed)
     step = jit_train_step(Transformer(cfg), tx, config.train.label_smoothing)
-    batches, _ = make_data(config)
+    batches = make_data(config).train
     losses = []
     for _ in range(steps):
         state, sums = step(state, next(batches))

@@ -48,7 +48,15 @@ def default_config() -> ml_collections.ConfigDict:
     c.data.source_lang = "en"
     c.data.target_lang = "de"
     c.data.batch_tokens = 25_000  # per side, per global batch (§5.1: ~25k source + ~25k target tokens)
-    c.data.max_length = 256  # longest training example kept, in wordpieces per side
+    c.data.max_length = 256  # longest training example kept, in wordpieces per side (= packed row length)
+    c.data.eval_tokens = 0  # tokens per evaluation batch; 0 = data.batch_tokens
+    c.data.data_dir = ""  # local corpora root; empty = $T2T_DATA_DIR
+    c.data.train_prefix = ""  # parallel_text: path without the .{lang} suffix
+    c.data.validation_prefix = ""
+    c.data.test_prefix = ""
+    c.data.tfds_data_dir = ""  # tensorflow-datasets data_dir; empty = tfds default
+    c.data.spm_model_type = "bpe"  # shared sentencepiece vocabulary of model.vocab_size pieces
+    c.data.spm_max_sentences = 1_000_000  # sentences sampled to train it
     c.data.toy_vocab = 32  # generated tasks only
     c.data.toy_min_length = 4
     c.data.toy_max_length = 16

@@ -34,11 +34,18 @@ def toy_batch(task: str, index: int, *, seed: int, batch_size: int, length: int,
 class ToyBatches:
     """Iterator over toy batches with a position that can be saved and restored."""
 
-    def __init__(self, task, *, seed, batch_size, length, vocab, min_len, max_len, start=0):
+    """Yields this process's rows of global batch i (every process generates the same global batch)."""
+
+    def __init__(self, task, *, seed, batch_size, length, vocab, min_len, max_len, start=0, process_index=0,
+                 process_count=1):
+        if batch_size % process_count:
+            raise ValueError(f"a global batch of {batch_size} rows cannot be split over {process_count} processes")
         self.kwargs = dict(seed=seed, batch_size=batch_size, length=length, vocab=vocab,
                            min_len=min_len, max_len=max_len)
         self.task = task
         self.position = start
+        share = batch_size // process_count
+        self.rows = slice(process_index * share, (process_index + 1) * share)
 
     def __iter__(self):
         return self
@@ -46,7 +53,7 @@ class ToyBatches:
     def __next__(self):
         batch = toy_batch(self.task, self.position, **self.kwargs)
         self.position += 1
-        return batch
+        return {k: v[self.rows] for k, v in batch.items()}
 
     def get_state(self) -> dict:
         return {"position": self.position}

@@ -22,7 +22,8 @@ def _sum_metrics(pending):
 
 
 def evaluate(launcher, params, batches) -> dict:
-    sums = [launcher.eval_step(params, launcher.put_batch(distributed.process_rows(b))) for b in batches]
+    """Loss metrics over all (global) evaluation batches; each process feeds its rows."""
+    sums = [launcher.eval_step(params, launcher.put_batch(distributed.process_rows(b))) for b, _ in batches]
     return summarize(_sum_metrics(sums))
 
 
@@ -41,22 +42,19 @@ def train(config, workdir: str, printer=print) -> dict:
     launcher = make_launcher(config.parallel.launcher, model, tx, config.train.label_smoothing,
                              config.train.accum_steps)
     state = launcher.put_state(create_state(cfg, tx, config.train.seed))
-    train_batches, eval_batches_fn = make_data(config)
-    eval_batches = eval_batches_fn(config.train.eval_batches)
+    data = make_data(config, workdir, log=say)
     say(f"model: {param_count(launcher.get_state(state).params):,} params | devices: {launcher.device_count} "
         f"({config.parallel.launcher}, {jax.process_count()} process(es)) | steps: {config.train.steps}", flush=True)
 
     progress = Progress(config.train.steps, printer=say)
     history, pending, started = [], [], time.perf_counter()
     for step in range(1, config.train.steps + 1):
-        batch = next(train_batches)
-        state, sums = launcher.train_step(state, launcher.put_batch(distributed.process_rows(batch)))
+        state, sums = launcher.train_step(state, launcher.put_batch(next(data.train)))
         if pending:
             # At most two steps in flight: an unbounded async queue of collective programs can
             # deadlock XLA:CPU's multi-device rendezvous (seen with 8 host devices on 2 cores).
             jax.block_until_ready(pending[-1])
         pending.append(sums)
-        progress.add_tokens(float((batch["targets"] != cfg.pad_id).sum()))
         if step % config.train.log_every == 0 or step == config.train.steps:
             metrics = summarize(_sum_metrics(pending))
             pending = []
@@ -64,7 +62,7 @@ def train(config, workdir: str, printer=print) -> dict:
             metrics.update(progress.report(step, metrics, lr), step=step, lr=lr)
             history.append({"split": "train", **metrics})
         if step % config.train.eval_every == 0 or step == config.train.steps:
-            metrics = evaluate(launcher, state.params, eval_batches)
+            metrics = evaluate(launcher, state.params, data.eval_batches)
             say(f"eval step {step} | loss {metrics['loss']:.4f} | ppl {metrics['ppl']:.3f} | "
                 f"acc {metrics['accuracy']:.4f}", flush=True)
             history.append({"split": "eval", "step": step, **metrics})

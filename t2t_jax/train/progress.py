@@ -19,20 +19,16 @@ class Progress:
         self.printer = printer
         self.last_time = time.perf_counter()
         self.last_step = start_step
-        self.tokens = 0.0
         self.start_time = self.last_time
-
-    def add_tokens(self, count: float) -> None:
-        self.tokens += count
 
     def report(self, step: int, metrics: dict, lr: float) -> dict:
         now = time.perf_counter()
         elapsed = max(now - self.last_time, 1e-9)
         steps = max(step - self.last_step, 1)
-        tokens_per_s = self.tokens / elapsed
+        tokens_per_s = metrics["tokens"] / elapsed  # global non-pad target tokens since the last report
         eta = (self.total - step) * elapsed / steps
         self.printer(f"step {step}/{self.total} | loss {metrics['loss']:.4f} | nll {metrics['nll']:.4f} | "
                      f"acc {metrics['accuracy']:.4f} | lr {lr:.3e} | {tokens_per_s:,.0f} tok/s | "
                      f"ETA {format_duration(eta)}", flush=True)
-        self.last_time, self.last_step, self.tokens = now, step, 0.0
+        self.last_time, self.last_step = now, step
         return {"tokens_per_s": tokens_per_s}

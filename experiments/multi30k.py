@@ -1,0 +1,22 @@
+"""Multi30k EN->DE on 2 CPU cores: a small post-LN Transformer, shared 8k BPE, packed 64-token rows.
+
+Data: $T2T_DATA_DIR/multi30k (or --config.data.data_dir); dev = val, report = test_2016_flickr.
+"""
+from t2t_jax.config import default_config
+
+
+def get_config():
+    c = default_config()
+    c.data.dataset = "multi30k"
+    c.data.source_lang, c.data.target_lang = "en", "de"
+    c.data.max_length = 64
+    c.data.batch_tokens = 4096  # per side: 64 packed rows of 64
+    c.model.update(vocab_size=8000, d_model=256, num_heads=4, d_ff=1024, encoder_layers=3, decoder_layers=3,
+                   dropout=0.2, max_len=128, dtype="bfloat16")
+    c.optimizer.constant = 2.0
+    c.optimizer.warmup_steps = 1000
+    c.train.label_smoothing = 0.1
+    c.train.steps = 4000
+    c.train.log_every = 50
+    c.train.eval_every = 500
+    return c

@@ -1,0 +1,47 @@
+"""WMT14 through tensorflow-datasets, read with random access (``tfds.data_source``), never downloaded here.
+
+Prepare once where there is network (array_record format), then point data.tfds_data_dir at it:
+
+    python -c "import tensorflow_datasets as tfds; tfds.builder('wmt14_translate/de-en', \\
+        data_dir='DIR', file_format='array_record').download_and_prepare()"
+
+Splits: train, validation = newstest2013, test = newstest2014 (3003 sentences for en-de).
+"""
+from __future__ import annotations
+
+from t2t_jax.data.text import DataError
+
+EXPECTED_SIZES = {("wmt14_translate/de-en", "test"): 3003, ("wmt14_translate/fr-en", "test"): 3003}
+
+
+def tfds_split(name: str, split: str, source_lang: str, target_lang: str, data_dir=None):
+    """(source lines, target lines); tfds yields {'de': ..., 'en': ...} so either direction works."""
+    import tensorflow_datasets as tfds
+
+    try:
+        source = tfds.data_source(name, split=split, data_dir=data_dir, download=False)
+    except Exception as error:  # tfds raises several types for "not prepared"; all mean the same here
+        raise DataError(
+            f"{name} split {split!r} is not prepared under {data_dir or 'the tfds default data_dir'} and this "
+            f"command never downloads ({type(error).__name__}). Prepare it where there is network with "
+            f"tfds.builder({name!r}, data_dir=DIR, file_format='array_record').download_and_prepare(), then set "
+            f"--config.data.tfds_data_dir=DIR; or use data.dataset=parallel_text with local files.") from None
+    expected = EXPECTED_SIZES.get((name, split))
+    if expected is not None and len(source) != expected:
+        raise DataError(f"{name} {split}: {len(source)} examples, expected {expected} (newstest2014)")
+    languages = set(name.split("/")[1].split("-"))
+    if {source_lang, target_lang} != languages:
+        raise DataError(f"{name} has languages {sorted(languages)}; data.source_lang/target_lang are "
+                        f"{source_lang!r}/{target_lang!r}")
+    sources, targets = [], []
+    for example in source:
+        sources.append(_text(example[source_lang]))
+        targets.append(_text(example[target_lang]))
+    if split == "train":
+        kept = [(s, t) for s, t in zip(sources, targets) if s.strip() and t.strip()]
+        sources, targets = [s for s, _ in kept], [t for _, t in kept]
+    return sources, targets
+
+
+def _text(value) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
