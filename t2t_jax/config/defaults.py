@@ -36,6 +36,14 @@ def default_config() -> ml_collections.ConfigDict:
     c.train.eval_batches = 0  # 0 = the whole validation split
     c.train.accum_steps = 1  # micro-batches per update (lax.scan inside the step)
 
+    c.train.nonfinite = "stop"  # a NaN/inf loss: "stop" (error naming the step) or "skip" (drop that update)
+
+    c.checkpoint = ml_collections.ConfigDict()
+    c.checkpoint.every_steps = 1000
+    c.checkpoint.every_minutes = 10.0  # the paper wrote one every 10 minutes (§6.1); 0 = off
+    c.checkpoint.keep = 20  # >= 20 so big-model averaging (last 20) works
+    c.checkpoint.async_save = True
+
     c.parallel = ml_collections.ConfigDict()
     c.parallel.launcher = "mesh"  # mesh: jit(shard_map) over Mesh(devices, ("data",)); or pmap
     c.parallel.coordinator_address = ""  # host:port of process 0; empty = single process

@@ -1,20 +1,27 @@
-"""The training loop: build, step (through a data-parallel launcher), log, evaluate, summarise."""
+"""The training loop: restore or init, step through a data-parallel launcher, log, evaluate, checkpoint."""
 from __future__ import annotations
 
 import json
+import math
 import pathlib
 import time
 
 import jax
 
+from t2t_jax.checkpoint.manager import Checkpointer, abstract_like, check_compatible
 from t2t_jax.config import model_config
 from t2t_jax.data.sources import make_data
 from t2t_jax.model import Transformer
 from t2t_jax.train import distributed
 from t2t_jax.train.loss import summarize
 from t2t_jax.train.parallel import make_launcher
+from t2t_jax.train.preemption import preemption_flag
 from t2t_jax.train.progress import Progress, format_duration
 from t2t_jax.train.state import create_state, make_optimizer, param_count
+
+
+class NonFiniteLoss(RuntimeError):
+    pass
 
 
 def _sum_metrics(pending):
@@ -27,54 +34,98 @@ def evaluate(launcher, params, batches) -> dict:
     return summarize(_sum_metrics(sums))
 
 
+def _restore_or_init(config, cfg, tx, launcher, checkpointer, data, say):
+    """(state placed for the launcher, first step): the newest readable checkpoint, else a fresh state."""
+    fresh = create_state(cfg, tx, config.train.seed)
+    restored = checkpointer.restore_latest(abstract_like(fresh, launcher.restore_sharding))
+    if restored is None:
+        return launcher.put_state(fresh), 0
+    step, state, data_state, saved_config = restored
+    check_compatible(saved_config, config.to_dict())
+    data.train.set_state(data_state)
+    say(f"resumed from the checkpoint at step {step} ({checkpointer.latest.directory})", flush=True)
+    return launcher.put_state(state), step
+
+
 def train(config, workdir: str, printer=print) -> dict:
-    """Train for ``config.train.steps`` and return a summary (also written to ``workdir/summary.json``)."""
+    """Train to ``config.train.steps`` (resuming from ``workdir``) and return a summary."""
     distributed.initialize(config.parallel)
     lead = jax.process_index() == 0
     say = printer if lead else (lambda *a, **k: None)
     workdir = pathlib.Path(workdir)
-    if lead:
-        workdir.mkdir(parents=True, exist_ok=True)
-        (workdir / "config.json").write_text(config.to_json_best_effort(indent=2))
+    workdir.mkdir(parents=True, exist_ok=True)
     cfg = model_config(config)
-    model = Transformer(cfg)
     tx, schedule = make_optimizer(config.optimizer, cfg)
-    launcher = make_launcher(config.parallel.launcher, model, tx, config.train.label_smoothing,
-                             config.train.accum_steps)
-    state = launcher.put_state(create_state(cfg, tx, config.train.seed))
+    launcher = make_launcher(config.parallel.launcher, Transformer(cfg), tx, config.train.label_smoothing,
+                             config.train.accum_steps, skip_nonfinite=config.train.nonfinite == "skip")
     data = make_data(config, workdir, log=say)
-    say(f"model: {param_count(launcher.get_state(state).params):,} params | devices: {launcher.device_count} "
-        f"({config.parallel.launcher}, {jax.process_count()} process(es)) | steps: {config.train.steps}", flush=True)
-
-    progress = Progress(config.train.steps, printer=say)
-    history, pending, started = [], [], time.perf_counter()
-    for step in range(1, config.train.steps + 1):
-        state, sums = launcher.train_step(state, launcher.put_batch(next(data.train)))
-        if pending:
-            # At most two steps in flight: an unbounded async queue of collective programs can
-            # deadlock XLA:CPU's multi-device rendezvous (seen with 8 host devices on 2 cores).
-            jax.block_until_ready(pending[-1])
-        pending.append(sums)
-        if step % config.train.log_every == 0 or step == config.train.steps:
-            metrics = summarize(_sum_metrics(pending))
-            pending = []
-            lr = float(schedule(step - 1))
-            metrics.update(progress.report(step, metrics, lr), step=step, lr=lr)
-            history.append({"split": "train", **metrics})
-        if step % config.train.eval_every == 0 or step == config.train.steps:
-            metrics = evaluate(launcher, state.params, data.eval_batches)
-            say(f"eval step {step} | loss {metrics['loss']:.4f} | ppl {metrics['ppl']:.3f} | "
-                f"acc {metrics['accuracy']:.4f}", flush=True)
-            history.append({"split": "eval", "step": step, **metrics})
-
-    wall = time.perf_counter() - started
-    final_eval = next(h for h in reversed(history) if h["split"] == "eval")
-    summary = {"steps": config.train.steps, "wall_seconds": wall,
-               "params": param_count(launcher.get_state(state).params), "final_eval": final_eval,
-               "history": history}
+    ck = config.checkpoint
+    checkpointer = Checkpointer(workdir, keep=ck.keep, every_steps=ck.every_steps, every_minutes=ck.every_minutes,
+                                async_save=ck.async_save, log=say)
+    state, start = _restore_or_init(config, cfg, tx, launcher, checkpointer, data, say)
     if lead:
+        (workdir / "config.json").write_text(config.to_json_best_effort(indent=2))
+    say(f"model: {param_count(launcher.get_state(state).params):,} params | devices: {launcher.device_count} "
+        f"({config.parallel.launcher}, {jax.process_count()} process(es)) | steps: {start}->{config.train.steps}",
+        flush=True)
+
+    def save(step):
+        checkpointer.save(step, launcher.get_state(state), data.train.get_state(), config.to_dict())
+
+    progress = Progress(config.train.steps, start_step=start, printer=say)
+    history, pending, started, step = [], [], time.perf_counter(), start
+    with preemption_flag() as preempted:
+        while step < config.train.steps:
+            state, sums = launcher.train_step(state, launcher.put_batch(next(data.train)))
+            step += 1
+            if pending:  # at most two steps in flight: an unbounded queue of collective programs
+                _check_finite(pending[-1], step - 1, config)  # can deadlock XLA:CPU's multi-device rendezvous
+            pending.append(sums)
+            if step % config.train.log_every == 0 or step == config.train.steps:
+                metrics = summarize(_sum_metrics(pending))
+                pending = pending[-1:]
+                lr = float(schedule(step - 1))
+                metrics.update(progress.report(step, metrics, lr), step=step, lr=lr)
+                history.append({"split": "train", **metrics})
+                pending = []
+            if step % config.train.eval_every == 0 or step == config.train.steps:
+                _check_finite(sums, step, config)
+                metrics = evaluate(launcher, state.params, data.eval_batches)
+                say(f"eval step {step} | loss {metrics['loss']:.4f} | ppl {metrics['ppl']:.3f} | "
+                    f"acc {metrics['accuracy']:.4f}", flush=True)
+                history.append({"split": "eval", "step": step, **metrics})
+                checkpointer.save_best(step, launcher.get_state(state), data.train.get_state(), config.to_dict(),
+                                       -metrics["nll"])
+            if checkpointer.due(step) or step == config.train.steps or preempted:
+                _check_finite(sums, step, config)
+                save(step)
+            if preempted:
+                checkpointer.wait()
+                say(f"{preempted.signal_name}: saved the checkpoint at step {step}; exiting", flush=True)
+                break
+    checkpointer.wait()
+    checkpointer.close()
+    return _summarize_run(workdir, lead, step, start, started, history, launcher.get_state(state), say)
+
+
+def _check_finite(sums, step, config):
+    loss = float(jax.device_get(sums["loss"]))
+    if not math.isfinite(loss) and config.train.nonfinite == "stop":
+        raise NonFiniteLoss(f"non-finite training loss ({loss}) at step {step}; the last checkpoint is kept. "
+                            f"Lower the learning rate or set --config.train.nonfinite=skip")
+
+
+def _summarize_run(workdir, lead, step, start, started, history, state, say):
+    wall = time.perf_counter() - started
+    evals = [h for h in history if h["split"] == "eval"]
+    summary = {"steps": step, "start_step": start, "wall_seconds": wall, "params": param_count(state.params),
+               "final_eval": evals[-1] if evals else None, "history": history}
+    if lead:
+        with open(workdir / "history.jsonl", "a") as log:
+            for entry in history:
+                log.write(json.dumps(entry) + "\n")
         (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
-    say(f"done: {config.train.steps} steps in {format_duration(wall)} | eval loss {final_eval['loss']:.4f} "
-        f"| eval acc {final_eval['accuracy']:.4f} | summary in {workdir / 'summary.json'}", flush=True)
-    summary["state"] = launcher.get_state(state)
+    last = f" | eval loss {evals[-1]['loss']:.4f} | eval acc {evals[-1]['accuracy']:.4f}" if evals else ""
+    say(f"done: step {step} in {format_duration(wall)}{last} | summary in {workdir / 'summary.json'}", flush=True)
+    summary["state"] = state
     return summary

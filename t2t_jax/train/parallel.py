@@ -38,13 +38,14 @@ def with_example_ids(local_batch: dict) -> dict:
 class MeshLauncher:
     """jit(shard_map(step)) over a 1-D data mesh of all (global) devices."""
 
-    def __init__(self, model, tx, label_smoothing, accum_steps=1, devices=None):
+    def __init__(self, model, tx, label_smoothing, accum_steps=1, devices=None, skip_nonfinite=False):
         devices = devices if devices is not None else jax.devices()
         self.mesh = Mesh(np.asarray(devices), (AXIS,))
         self.replicated = NamedSharding(self.mesh, P())
+        self.restore_sharding = self.replicated  # checkpoints restore straight onto the mesh
         self.sharded = NamedSharding(self.mesh, P(AXIS))
         step = functools.partial(train_step, model=model, tx=tx, label_smoothing=label_smoothing,
-                                 axis_name=AXIS, accum_steps=accum_steps)
+                                 axis_name=AXIS, accum_steps=accum_steps, skip_nonfinite=skip_nonfinite)
         evaluate = functools.partial(eval_step, model=model, label_smoothing=label_smoothing, axis_name=AXIS)
         self.train_step = jax.jit(self._shard(step, (P(), P(AXIS)), (P(), P())), donate_argnums=0)
         self.eval_step = jax.jit(self._shard(evaluate, (P(), P(AXIS)), P()))
@@ -73,10 +74,11 @@ class MeshLauncher:
 class PmapLauncher:
     """pmap(step) with the state stacked once per local device."""
 
-    def __init__(self, model, tx, label_smoothing, accum_steps=1, devices=None):
+    def __init__(self, model, tx, label_smoothing, accum_steps=1, devices=None, skip_nonfinite=False):
         self.devices = devices if devices is not None else jax.local_devices()
+        self.restore_sharding = jax.sharding.SingleDeviceSharding(self.devices[0])  # then stacked by put_state
         step = functools.partial(train_step, model=model, tx=tx, label_smoothing=label_smoothing,
-                                 axis_name=AXIS, accum_steps=accum_steps)
+                                 axis_name=AXIS, accum_steps=accum_steps, skip_nonfinite=skip_nonfinite)
         evaluate = functools.partial(eval_step, model=model, label_smoothing=label_smoothing, axis_name=AXIS)
         self._train = jax.pmap(step, axis_name=AXIS, donate_argnums=0, devices=self.devices)
         self._eval = jax.pmap(evaluate, axis_name=AXIS, devices=self.devices)
@@ -114,11 +116,11 @@ def _check_divisible(batch, devices):
                           f"make data.batch_tokens / data.max_length a multiple of {devices}")
 
 
-def make_launcher(kind: str, model, tx, label_smoothing, accum_steps=1, devices=None):
+def make_launcher(kind: str, model, tx, label_smoothing, accum_steps=1, devices=None, skip_nonfinite=False):
     if kind not in LAUNCHERS:
         raise ConfigError(f"parallel.launcher = {kind!r}: must be one of {list(LAUNCHERS)}")
     cls = MeshLauncher if kind == "mesh" else PmapLauncher
-    return cls(model, tx, label_smoothing, accum_steps=accum_steps, devices=devices)
+    return cls(model, tx, label_smoothing, accum_steps=accum_steps, devices=devices, skip_nonfinite=skip_nonfinite)
 
 
 def host_tree(tree):

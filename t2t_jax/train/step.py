@@ -35,7 +35,7 @@ def _weights(batch, pad_id):
 
 
 def train_step(state: TrainState, batch, *, model: Transformer, tx, label_smoothing: float,
-               axis_name=None, accum_steps: int = 1):
+               axis_name=None, accum_steps: int = 1, skip_nonfinite: bool = False):
     """One update. Returns the new state and summed metrics (global when ``axis_name`` is set).
 
     With ``accum_steps`` = k the (per-device) batch is split into k micro-batches whose
@@ -63,6 +63,11 @@ def train_step(state: TrainState, batch, *, model: Transformer, tx, label_smooth
     sums = _psum(sums, axis_name)
     updates, opt_state = tx.update(grads, state.opt_state, state.params)
     params = jax.tree_util.tree_map(lambda p, u: p + u, state.params, updates)
+    if skip_nonfinite:  # keep the old params and moments when this update is not finite
+        finite = jnp.isfinite(sums["loss"]) & jnp.all(jnp.asarray(
+            [jnp.all(jnp.isfinite(g)) for g in jax.tree_util.tree_leaves(grads)]))
+        keep = lambda new, old: jax.tree_util.tree_map(lambda a, b: jnp.where(finite, a, b), new, old)  # noqa: E731
+        params, opt_state = keep(params, state.params), keep(opt_state, state.opt_state)
     new_state = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
     return new_state, sums
 

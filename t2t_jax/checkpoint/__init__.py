@@ -1,0 +1,1 @@
+"""Checkpoints: orbax manager (latest K + best slot), restore across topologies, averaging."""

@@ -1,0 +1,123 @@
+"""Orbax checkpoints of a run: ``<workdir>/checkpoints`` keeps the last K, ``<workdir>/best`` one best-dev.
+
+Each checkpoint holds the train state (params, optimizer state, step, RNG key),
+the data iterator state and the resolved config. Orbax writes into a temporary
+directory and renames it when complete, so a crash mid-save never leaves a
+checkpoint that looks complete; a damaged latest checkpoint is skipped with a
+warning in favour of the previous one.  Restoring goes against an abstract
+target that carries the *current* sharding, so 8-device checkpoints load on 1.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+import time
+from typing import Callable, Optional
+
+import jax
+import orbax.checkpoint as ocp
+
+from t2t_jax.model.config import ConfigError
+
+LATEST_DIR, BEST_DIR = "checkpoints", "best"
+
+
+def _manager(directory: pathlib.Path, keep: int, async_save: bool) -> ocp.CheckpointManager:
+    options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True, enable_async_checkpointing=async_save)
+    return ocp.CheckpointManager(directory.absolute(), options=options)
+
+
+def abstract_like(tree, sharding=None):
+    """ShapeDtypeStructs of ``tree`` carrying ``sharding`` (default: each leaf's own)."""
+    def leaf(x):
+        return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding or getattr(x, "sharding", None))
+
+    return jax.tree_util.tree_map(leaf, tree)
+
+
+class Checkpointer:
+    def __init__(self, workdir, *, keep: int = 20, every_steps: int = 0, every_minutes: float = 0.0,
+                 async_save: bool = True, log: Callable = print):
+        self.workdir = pathlib.Path(workdir)
+        self.latest = _manager(self.workdir / LATEST_DIR, keep, async_save)
+        self.best = _manager(self.workdir / BEST_DIR, 1, async_save)
+        self.every_steps, self.every_minutes = every_steps, every_minutes
+        self.last_save_time = time.monotonic()
+        self.best_metric: Optional[float] = self._saved_best_metric()
+        self.log = log
+
+    def due(self, step: int) -> bool:
+        by_steps = self.every_steps and step % self.every_steps == 0
+        by_time = self.every_minutes and time.monotonic() - self.last_save_time >= 60 * self.every_minutes
+        return bool(by_steps or by_time)
+
+    def save(self, step: int, state, data_state: dict, config_dict: dict, force: bool = False) -> None:
+        if step in self.latest.all_steps():
+            return
+        self.latest.save(step, args=_save_args(state, data_state, config_dict), force=True)
+        self.last_save_time = time.monotonic()
+
+    def save_best(self, step: int, state, data_state, config_dict, metric: float, higher_is_better=True) -> bool:
+        """Keep ``state`` in the best slot if ``metric`` beats the best so far (never touches the latest K)."""
+        better = self.best_metric is None or (metric > self.best_metric if higher_is_better else metric < self.best_metric)
+        if not better:
+            return False
+        self.best.wait_until_finished()
+        for old in self.best.all_steps():
+            self.best.delete(old)
+        self.best.save(step, args=_save_args(state, data_state, {**config_dict, "_best_metric": metric}), force=True)
+        self.best_metric = metric
+        return True
+
+    def _saved_best_metric(self):
+        steps = self.best.all_steps()
+        if not steps:
+            return None
+        restored = self.best.restore(steps[-1], args=ocp.args.Composite(config=ocp.args.JsonRestore()))
+        return restored["config"].get("_best_metric")
+
+    def restore_latest(self, abstract_state):
+        """(step, state, data_state, config_dict) of the newest readable checkpoint, or None."""
+        for step in sorted(self.latest.all_steps(), reverse=True):
+            try:
+                return (step,) + restore(self.latest, step, abstract_state)
+            except Exception as error:  # noqa: BLE001 - any unreadable checkpoint falls back the same way
+                self.log(f"warning: checkpoint at step {step} is unreadable ({type(error).__name__}: "
+                         f"{str(error).splitlines()[0][:200]}); falling back to the previous one")
+        return None
+
+    def wait(self) -> None:
+        self.latest.wait_until_finished()
+        self.best.wait_until_finished()
+
+    def close(self) -> None:
+        self.latest.close()
+        self.best.close()
+
+
+def _save_args(state, data_state, config_dict):
+    return ocp.args.Composite(state=ocp.args.StandardSave(state), data=ocp.args.JsonSave(data_state),
+                              config=ocp.args.JsonSave(config_dict))
+
+
+def restore(manager: ocp.CheckpointManager, step: int, abstract_state):
+    restored = manager.restore(step, args=ocp.args.Composite(
+        state=ocp.args.StandardRestore(abstract_state), data=ocp.args.JsonRestore(),
+        config=ocp.args.JsonRestore()))
+    return restored["state"], restored["data"], restored["config"]
+
+
+def check_compatible(saved: dict, current: dict) -> None:
+    """A workdir written by a different model config is an error listing the fields that differ."""
+    saved_model, current_model = saved.get("model", {}), current.get("model", {})
+    differing = sorted(k for k in set(saved_model) | set(current_model)
+                       if k != "dtype" and saved_model.get(k) != current_model.get(k))
+    if differing:
+        details = ", ".join(f"model.{k}: saved {saved_model.get(k)!r} vs now {current_model.get(k)!r}"
+                            for k in differing)
+        raise ConfigError(f"the workdir holds checkpoints of a different model ({details}); use a new workdir "
+                          f"or the saved config")
+
+
+def read_config(workdir) -> dict:
+    return json.loads((pathlib.Path(workdir) / "config.json").read_text())
