@@ -12,11 +12,13 @@ def get_config():
     c.data.max_length = 64
     c.data.batch_tokens = 4096  # per side: 64 packed rows of 64
     c.model.update(vocab_size=8000, d_model=256, num_heads=4, d_ff=1024, encoder_layers=3, decoder_layers=3,
-                   dropout=0.2, max_len=128, dtype="bfloat16")
+                   dropout=0.3, max_len=128, dtype="bfloat16")
     c.optimizer.constant = 2.0
     c.optimizer.warmup_steps = 1000
     c.train.label_smoothing = 0.1
-    c.train.steps = 4000
+    c.train.steps = 3000
     c.train.log_every = 50
-    c.train.eval_every = 500
+    c.train.eval_every = 250
+    c.checkpoint.every_steps = 250
+    c.checkpoint.every_minutes = 10.0
     return c

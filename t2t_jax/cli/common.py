@@ -23,6 +23,13 @@ def parse_with_config(parser: argparse.ArgumentParser, argv=None):
     return args, config
 
 
+def quiet_libraries() -> None:
+    """Silence absl/orbax INFO and WARNING chatter (read-only managers warn on every open)."""
+    from absl import logging as absl_logging
+
+    absl_logging.set_verbosity(absl_logging.ERROR)
+
+
 def fail(message: str) -> None:
     """Print one clear error line and exit 2 (no traceback for user errors)."""
     print(f"error: {message}", file=sys.stderr)

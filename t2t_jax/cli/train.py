@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from t2t_jax.cli.common import fail, parse_with_config
+from t2t_jax.cli.common import fail, parse_with_config, quiet_libraries
 from t2t_jax.model.config import ConfigError
 
 
@@ -11,6 +11,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="t2t-train", description="Train a Transformer.")
     parser.add_argument("--workdir", required=True, help="directory for config, summary and checkpoints")
     args, config = parse_with_config(parser, argv)
+    quiet_libraries()
     from t2t_jax.train.loop import train  # jax import after argument errors are reported
 
     try:

@@ -36,12 +36,14 @@ def evaluate(launcher, params, batches) -> dict:
 
 def _restore_or_init(config, cfg, tx, launcher, checkpointer, data, say):
     """(state placed for the launcher, first step): the newest readable checkpoint, else a fresh state."""
+    saved_config = checkpointer.workdir / "config.json"
+    if checkpointer.latest.all_steps() and saved_config.exists():  # before restoring: shapes may differ
+        check_compatible(json.loads(saved_config.read_text()), config.to_dict())
     fresh = create_state(cfg, tx, config.train.seed)
     restored = checkpointer.restore_latest(abstract_like(fresh, launcher.restore_sharding))
     if restored is None:
         return launcher.put_state(fresh), 0
-    step, state, data_state, saved_config = restored
-    check_compatible(saved_config, config.to_dict())
+    step, state, data_state, _ = restored
     data.train.set_state(data_state)
     say(f"resumed from the checkpoint at step {step} ({checkpointer.latest.directory})", flush=True)
     return launcher.put_state(state), step

@@ -1,0 +1,33 @@
+"""Checkpoint averaging (§6.1: last 5 for base, last 20 for big), params only, in float32."""
+from __future__ import annotations
+
+import json
+import pathlib
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+
+from t2t_jax.checkpoint.manager import LATEST_DIR
+from t2t_jax.checkpoint.params import _restore_tree, save_params
+from t2t_jax.model.config import ConfigError
+
+
+def average_last(workdir, last: int, out_dir, log=print) -> list[int]:
+    """Average the params of the last ``last`` checkpoints of ``workdir`` into ``out_dir``; returns the steps."""
+    directory = pathlib.Path(workdir) / LATEST_DIR
+    manager = ocp.CheckpointManager(directory.absolute(), options=ocp.CheckpointManagerOptions(read_only=True))
+    steps = sorted(manager.all_steps())
+    if len(steps) < last:
+        raise ConfigError(f"--last {last}: only {len(steps)} checkpoint(s) in {directory} (steps {steps})")
+    chosen = steps[-last:]
+    total = None
+    for step in chosen:
+        _, params = _restore_tree(directory, step)
+        params = jax.tree_util.tree_map(lambda x: np.asarray(x, np.float32), params)
+        total = params if total is None else jax.tree_util.tree_map(np.add, total, params)
+        log(f"read step {step}")
+    average = jax.tree_util.tree_map(lambda x: x / np.float32(len(chosen)), total)
+    config = json.loads((pathlib.Path(workdir) / "config.json").read_text())
+    save_params(out_dir, chosen[-1], average, {**config, "_averaged_steps": chosen}, workdir=workdir)
+    return chosen

@@ -1,0 +1,54 @@
+"""Params-only access to a workdir: ``latest``, ``best``, ``averaged`` or a step number.
+
+The evaluate / translate / export commands need params and the config, never the
+optimizer state; averaged checkpoints (params only) live in ``<workdir>/averaged``.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+
+import orbax.checkpoint as ocp
+
+from t2t_jax.checkpoint.manager import BEST_DIR, LATEST_DIR
+from t2t_jax.model.config import ConfigError
+
+AVERAGED_DIR = "averaged"
+
+
+def _restore_tree(directory: pathlib.Path, step=None):
+    manager = ocp.CheckpointManager(directory.absolute(), options=ocp.CheckpointManagerOptions(read_only=True))
+    steps = manager.all_steps()
+    if not steps:
+        raise ConfigError(f"no checkpoint in {directory}")
+    step = steps[-1] if step is None else int(step)
+    if step not in steps:
+        raise ConfigError(f"no checkpoint at step {step} in {directory}; steps: {sorted(steps)}")
+    item = "params" if (directory / str(step) / "params").exists() else "state"
+    restored = manager.restore(step, args=ocp.args.Composite(**{item: ocp.args.StandardRestore()}))
+    tree = restored[item]
+    return step, (tree["params"] if item == "state" else tree)
+
+
+def load_params(workdir, which: str = "latest"):
+    """(step, params as host arrays) of the chosen checkpoint in ``workdir``."""
+    workdir = pathlib.Path(workdir)
+    if which in ("latest", "best", "averaged"):
+        directory = {"latest": LATEST_DIR, "best": BEST_DIR, "averaged": AVERAGED_DIR}[which]
+        return _restore_tree(workdir / directory)
+    if not which.isdigit():
+        raise ConfigError(f"--checkpoint {which!r}: use latest, best, averaged or a step number")
+    return _restore_tree(workdir / LATEST_DIR, int(which))
+
+
+def save_params(out_dir, step: int, params, config_dict: dict, workdir=None) -> None:
+    """A params-only checkpoint at ``out_dir/<step>`` (plus config.json / spm.model for the commands)."""
+    out_dir = pathlib.Path(out_dir)
+    manager = ocp.CheckpointManager(out_dir.absolute(), options=ocp.CheckpointManagerOptions(create=True))
+    manager.save(step, args=ocp.args.Composite(params=ocp.args.StandardSave(params)), force=True)
+    manager.wait_until_finished()
+    manager.close()
+    (out_dir / "config.json").write_text(json.dumps(config_dict, indent=2))
+    if workdir is not None and (pathlib.Path(workdir) / "spm.model").exists():
+        shutil.copy(pathlib.Path(workdir) / "spm.model", out_dir / "spm.model")

@@ -1,0 +1,29 @@
+"""``python -m t2t_jax.average --workdir DIR --last N [--out DIR/averaged]``."""
+from __future__ import annotations
+
+import argparse
+import pathlib
+
+from t2t_jax.cli.common import fail, quiet_libraries
+from t2t_jax.model.config import ConfigError
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="t2t-average", description="Average the params of the last N checkpoints.")
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--last", type=int, default=5, help="how many of the newest checkpoints (paper: 5 base, 20 big)")
+    parser.add_argument("--out", help="output directory (default: WORKDIR/averaged, used by --checkpoint averaged)")
+    args = parser.parse_args(argv)
+    quiet_libraries()
+    from t2t_jax.checkpoint.average import average_last
+
+    out = args.out or str(pathlib.Path(args.workdir) / "averaged")
+    try:
+        steps = average_last(args.workdir, args.last, out)
+    except ConfigError as error:
+        fail(str(error))
+    print(f"averaged steps {steps} -> {out}")
+
+
+if __name__ == "__main__":
+    main()
