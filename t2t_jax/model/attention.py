@@ -8,7 +8,7 @@ additive float32 bias broadcastable to [b, h, q, k]; it returns [b, q, h, d_v].
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 import flax.linen as nn
 import jax
@@ -18,6 +18,7 @@ from t2t_jax.model import precision
 from t2t_jax.model.config import ModelConfig
 from t2t_jax.model.dropout import row_keep_mask
 from t2t_jax.model.layers import glorot_uniform
+from t2t_jax.model.masks import NEG_INF
 
 
 def attention_weights(query, key, bias, *, scale, dropout_rate, dropout_rng, deterministic, dtype):
@@ -66,13 +67,22 @@ class MultiHeadAttention(nn.Module):
     config: ModelConfig
 
     @nn.compact
-    def __call__(self, inputs_q, inputs_kv, bias, rows):
+    def __call__(self, inputs_q, inputs_kv, bias, rows, decode: Optional[str] = None, cache_index=None,
+                 cache_length: int = 0):
+        """``decode``: None (training / teacher forcing), "self" (append this step's key/value to a
+        fixed-size cache at ``cache_index``) or "cross" (encoder keys/values projected once, then reused)."""
         cfg = self.config
         h, dk, dv = cfg.num_heads, cfg.head_dim_k, cfg.head_dim_v
         to_heads = glorot_uniform(in_axis=0, out_axis=(1, 2))
         query = Projection("btd,dhk->bthk", (cfg.d_model, h, dk), to_heads, cfg.dtype, name="query")(inputs_q)
-        key = Projection("btd,dhk->bthk", (cfg.d_model, h, dk), to_heads, cfg.dtype, name="key")(inputs_kv)
-        value = Projection("btd,dhk->bthk", (cfg.d_model, h, dv), to_heads, cfg.dtype, name="value")(inputs_kv)
+        key_proj = Projection("btd,dhk->bthk", (cfg.d_model, h, dk), to_heads, cfg.dtype, name="key")
+        value_proj = Projection("btd,dhk->bthk", (cfg.d_model, h, dv), to_heads, cfg.dtype, name="value")
+        if decode == "cross":
+            key, value = self._cross_cache(key_proj, value_proj, inputs_kv)
+        else:
+            key, value = key_proj(inputs_kv), value_proj(inputs_kv)
+        if decode == "self":
+            key, value, bias = self._self_cache(key, value, cache_index, cache_length)
         dropout_rng = None
         if rows is not None and cfg.attention_dropout > 0.0:
             dropout_rng = (self.make_rng("dropout"), rows)
@@ -81,6 +91,27 @@ class MultiHeadAttention(nn.Module):
                      deterministic=rows is None, dtype=cfg.dtype)
         from_heads = glorot_uniform(in_axis=(0, 1), out_axis=2)
         return Projection("bthk,hkd->btd", (h, dv, cfg.d_model), from_heads, cfg.dtype, name="out")(out)
+
+    def _self_cache(self, key, value, index, length):
+        """Write this step's key/value at ``index`` of the [batch, length, heads, d] cache; mask the future."""
+        batch, _, heads, _ = key.shape
+        cached_key = self.variable("cache", "cached_key", jnp.zeros, (batch, length, heads, key.shape[-1]), key.dtype)
+        cached_value = self.variable("cache", "cached_value", jnp.zeros, (batch, length, heads, value.shape[-1]),
+                                     value.dtype)
+        cached_key.value = jax.lax.dynamic_update_slice(cached_key.value, key, (0, index, 0, 0))
+        cached_value.value = jax.lax.dynamic_update_slice(cached_value.value, value, (0, index, 0, 0))
+        visible = jnp.arange(length) <= index
+        bias = jnp.where(visible, 0.0, NEG_INF).astype(jnp.float32)[None, None, None, :]
+        return cached_key.value, cached_value.value, bias
+
+    def _cross_cache(self, key_proj, value_proj, encoded):
+        """Encoder keys/values: computed on the first decode step, read from the cache afterwards."""
+        if self.has_variable("cache", "cross_key"):
+            return self.get_variable("cache", "cross_key"), self.get_variable("cache", "cross_value")
+        key, value = key_proj(encoded), value_proj(encoded)
+        self.put_variable("cache", "cross_key", key)
+        self.put_variable("cache", "cross_value", value)
+        return key, value
 
 
 class Projection(nn.Module):

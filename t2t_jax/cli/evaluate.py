@@ -1,0 +1,52 @@
+"""``python -m t2t_jax.evaluate --workdir DIR (--src FILE --ref FILE | --split test) [--checkpoint ...]``."""
+from __future__ import annotations
+
+import argparse
+import pathlib
+
+import ml_collections
+
+from t2t_jax.cli.common import fail, quiet_libraries
+from t2t_jax.data.text import DataError, read_parallel
+from t2t_jax.model.config import ConfigError
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="t2t-evaluate", description="Decode a test set and report BLEU.")
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--checkpoint", default="latest", help="latest, best, averaged or a step number")
+    parser.add_argument("--src", help="source file (with --ref)")
+    parser.add_argument("--ref", help="reference file (with --src)")
+    parser.add_argument("--split", choices=["validation", "test"], help="a split of the run's dataset instead")
+    parser.add_argument("--beam", type=int, default=4)
+    parser.add_argument("--alpha", type=float, default=0.6)
+    parser.add_argument("--name", help="report name (default: the split or the source file name)")
+    args = parser.parse_args(argv)
+    if bool(args.src) != bool(args.ref) or bool(args.src) == bool(args.split):
+        parser.error("give either --src and --ref, or --split")
+    quiet_libraries()
+    from t2t_jax.data.sources import split_text
+    from t2t_jax.decode.translate import load_for_inference
+    from t2t_jax.evaluate.report import evaluate_texts
+
+    try:
+        cfg, params, tokenizer, config, step = load_for_inference(args.workdir, args.checkpoint)
+        if args.split:
+            sources, references = split_text(ml_collections.ConfigDict(config), args.split)
+        else:
+            sources, references = read_parallel(args.src, args.ref, training=False)
+        name = args.name or args.split or pathlib.Path(args.src).name
+        report = evaluate_texts(sources, references, tokenizer, params, cfg, target_lang=config["data"]["target_lang"],
+                                beam=args.beam, alpha=args.alpha, out_dir=pathlib.Path(args.workdir) / "eval",
+                                name=f"{name}.{args.checkpoint}")
+    except (ConfigError, DataError) as error:
+        fail(str(error))
+    print(f"checkpoint {args.checkpoint} (step {step}) on {name}: sacreBLEU {report['sacrebleu']['score']:.2f} "
+          f"({report['sacrebleu']['signature']}) | paper BLEU {report['paper_bleu']['score']:.2f} | "
+          f"chrF {report['chrf']['score']:.2f} | length ratio {report['length_ratio']:.3f} | "
+          f"{report['decode']['sentences_per_s']:.1f} sentences/s")
+    print(f"report: {pathlib.Path(args.workdir) / 'eval'}/{name}.{args.checkpoint}.{{json,md,hyp}}")
+
+
+if __name__ == "__main__":
+    main()

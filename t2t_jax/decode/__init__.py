@@ -1,0 +1,1 @@
+"""Decoding: cached incremental steps, greedy and beam search, text-level translation."""

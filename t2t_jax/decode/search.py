@@ -1,0 +1,122 @@
+"""Greedy and beam search over a generic step function, all inside ``lax.while_loop``.
+
+``step_fn(cache, tokens [rows], index) -> (logits [rows, vocab], cache)``; ``cache`` is
+None on the first call (which creates it), so step 0 runs before the loop and the
+loop carries a cache of fixed structure.  Sequences hold generated tokens only
+(the start token is implicit); ``max_lengths`` [batch] caps each sentence
+(source length + 50 in §6.1).
+
+Beam search (§6.1, GNMT length penalty): score = log P(Y) / ((5 + |Y|) / 6)^α with
+|Y| counting the EOS; 2k candidates per step so k can finish and k stay alive (only EOS
+candidates ranked within the top k finish, as in fairseq / HF generate);
+stops once no alive hypothesis can beat the best finished one.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+NEG_INF = -1e9
+
+
+def length_penalty(length, alpha: float):
+    return ((5.0 + jnp.asarray(length, jnp.float32)) / 6.0) ** alpha
+
+
+def greedy_search(step_fn, batch: int, max_lengths, max_len: int, eos_id: int, start_id: int = 0):
+    """(tokens [batch, max_len], summed log-probs [batch]); positions after EOS hold pad (0)."""
+    def advance(carry, cache, logits):
+        t, tokens, finished, score = carry
+        logp = jax.nn.log_softmax(logits.astype(jnp.float32))
+        choice = jnp.argmax(logp, axis=-1).astype(jnp.int32)
+        choice = jnp.where(finished, 0, choice)
+        score = score + jnp.where(finished, 0.0, jnp.take_along_axis(logp, choice[:, None], 1)[:, 0])
+        tokens = tokens.at[:, t].set(choice)
+        finished = finished | (choice == eos_id) | (t + 1 >= max_lengths)
+        return (t + 1, tokens, finished, score), cache, choice
+
+    start = jnp.full((batch,), start_id, jnp.int32)
+    carry = (0, jnp.zeros((batch, max_len), jnp.int32), jnp.zeros((batch,), bool), jnp.zeros((batch,)))
+    logits, cache = step_fn(None, start, 0)
+    carry, cache, last = advance(carry, cache, logits)
+
+    def cond(state):
+        (t, _, finished, _), _, _ = state
+        return (t < max_len) & ~jnp.all(finished)
+
+    def body(state):
+        carry, cache, last = state
+        logits, cache = step_fn(cache, last, carry[0])
+        return advance(carry, cache, logits)
+
+    (_, tokens, _, score), _, _ = jax.lax.while_loop(cond, body, (carry, cache, last))
+    return tokens, score
+
+
+def _gather_beams(tree, indices):
+    """tree leaves [batch, k, ...] -> [batch, len(indices[b]), ...] picking beams ``indices`` [batch, m]."""
+    return jax.tree_util.tree_map(
+        lambda x: jnp.take_along_axis(x, indices.reshape(indices.shape + (1,) * (x.ndim - 2)), axis=1), tree)
+
+
+def _reorder_cache(cache, source_beams, beam: int):
+    """Reorder self-attention caches to follow surviving beams; cross-attention caches are the same
+    for all beams of a sentence and stay untouched."""
+    batch = source_beams.shape[0]
+    rows = (jnp.arange(batch)[:, None] * beam + source_beams).reshape(-1)
+
+    def reorder(path, leaf):
+        name = getattr(path[-1], "key", "")
+        return leaf[rows] if name.startswith("cached_") else leaf
+
+    return jax.tree_util.tree_map_with_path(reorder, cache)
+
+
+def beam_search(step_fn, batch: int, beam: int, alpha: float, max_lengths, max_len: int, eos_id: int,
+                start_id: int = 0):
+    """(sequences [batch, beam, max_len], scores [batch, beam]) best first; rows of step_fn are batch*beam."""
+    vocab_rows = batch * beam
+
+    def advance(state, cache, logits):
+        t, alive_seqs, alive_logp, fin_seqs, fin_scores = state
+        vocab = logits.shape[-1]
+        logp = jax.nn.log_softmax(logits.astype(jnp.float32)).reshape(batch, beam, vocab)
+        candidates = (alive_logp[:, :, None] + logp).reshape(batch, beam * vocab)
+        top_logp, top_index = jax.lax.top_k(candidates, 2 * beam)
+        source_beam, token = top_index // vocab, (top_index % vocab).astype(jnp.int32)
+        seqs = _gather_beams(alive_seqs, source_beam).at[:, :, t].set(token)
+        ends = (token == eos_id) | (t + 1 >= max_lengths)[:, None]
+        # Only the top k of the 2k candidates may finish (as fairseq and HF generate): so beam 1 is
+        # exactly greedy; the other k keep k hypotheses alive when some of the top k end.
+        in_beam = jnp.arange(2 * beam)[None, :] < beam
+        finished_score = jnp.where(ends & in_beam, top_logp / length_penalty(t + 1, alpha), NEG_INF)
+        alive_candidates = jnp.where(ends, NEG_INF, top_logp)
+        alive_logp, keep = jax.lax.top_k(alive_candidates, beam)
+        alive_seqs = _gather_beams(seqs, keep)
+        cache = _reorder_cache(cache, jnp.take_along_axis(source_beam, keep, axis=1), beam)
+        all_seqs = jnp.concatenate([fin_seqs, seqs], axis=1)
+        all_scores = jnp.concatenate([fin_scores, finished_score], axis=1)
+        fin_scores, best = jax.lax.top_k(all_scores, beam)
+        fin_seqs = _gather_beams(all_seqs, best)
+        last = jnp.take_along_axis(token, keep, axis=1).reshape(-1)
+        return (t + 1, alive_seqs, alive_logp, fin_seqs, fin_scores), cache, last
+
+    first_alive = jnp.where(jnp.arange(beam) == 0, 0.0, NEG_INF)  # one live beam at t=0: no duplicates
+    state = (0, jnp.zeros((batch, beam, max_len), jnp.int32), jnp.tile(first_alive, (batch, 1)),
+             jnp.zeros((batch, beam, max_len), jnp.int32), jnp.full((batch, beam), NEG_INF))
+    logits, cache = step_fn(None, jnp.full((vocab_rows,), start_id, jnp.int32), 0)
+    state, cache, last = advance(state, cache, logits)
+
+    def cond(carry):
+        (t, _, alive_logp, _, fin_scores), _, _ = carry
+        best_possible = alive_logp[:, 0] / length_penalty(max_lengths, alpha)
+        can_improve = (best_possible > fin_scores[:, 0]) & (t < max_lengths)
+        return (t < max_len) & jnp.any(can_improve)
+
+    def body(carry):
+        state, cache, last = carry
+        logits, cache = step_fn(cache, last, state[0])
+        return advance(state, cache, logits)
+
+    (_, _, _, fin_seqs, fin_scores), _, _ = jax.lax.while_loop(cond, body, (state, cache, last))
+    return fin_seqs, fin_scores

@@ -1,0 +1,1 @@
+"""Evaluation: sacreBLEU (headline) and the paper's tokenized BLEU protocol."""

@@ -1,0 +1,43 @@
+"""Decode a test set and write hypotheses plus a JSON and markdown report."""
+from __future__ import annotations
+
+import json
+import pathlib
+
+from t2t_jax.decode.translate import translate_texts
+from t2t_jax.evaluate.bleu import chrf, paper_bleu, sacre_bleu
+
+
+def evaluate_texts(sources, references, tokenizer, params, cfg, *, target_lang, beam, alpha, out_dir, name,
+                   log=print) -> dict:
+    results, stats = translate_texts(sources, tokenizer, params, cfg, beam=beam, alpha=alpha, log=log)
+    hypotheses = [r[0][0] for r in results]
+    out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"{name}.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+    sacre = sacre_bleu(hypotheses, references)
+    report = {
+        "name": name, "sentences": len(sources), "beam": beam, "alpha": alpha,
+        "sacrebleu": sacre, "paper_bleu": paper_bleu(hypotheses, references, target_lang),
+        "chrf": chrf(hypotheses, references),
+        "length_ratio": sacre["sys_len"] / max(sacre["ref_len"], 1),
+        "decode": {"seconds": stats["seconds"], "sentences_per_s": stats["sentences"] / max(stats["seconds"], 1e-9),
+                   "target_tokens_per_s": stats["tokens"] / max(stats["seconds"], 1e-9)},
+    }
+    (out_dir / f"{name}.json").write_text(json.dumps(report, indent=2))
+    (out_dir / f"{name}.md").write_text(markdown(report))
+    return report
+
+
+def markdown(report: dict) -> str:
+    return "\n".join([
+        f"# {report['name']}: {report['sentences']} sentences, beam {report['beam']}, alpha {report['alpha']}",
+        "",
+        "| metric | score |", "|---|---|",
+        f"| sacreBLEU (cased, 13a) | {report['sacrebleu']['score']:.2f} |",
+        f"| paper BLEU (Moses tok. + ##AT## splits) | {report['paper_bleu']['score']:.2f} |",
+        f"| chrF | {report['chrf']['score']:.2f} |",
+        f"| length ratio | {report['length_ratio']:.3f} |",
+        f"| decode sentences/s | {report['decode']['sentences_per_s']:.1f} |",
+        "", f"sacreBLEU signature: `{report['sacrebleu']['signature']}`", "",
+    ])
