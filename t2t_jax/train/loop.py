@@ -14,7 +14,7 @@ from t2t_jax.data.sources import make_data
 from t2t_jax.model import Transformer
 from t2t_jax.train import distributed
 from t2t_jax.train.loss import summarize
-from t2t_jax.train.parallel import make_launcher
+from t2t_jax.train.parallel import host_tree, make_launcher
 from t2t_jax.train.preemption import preemption_flag
 from t2t_jax.train.progress import Progress, format_duration
 from t2t_jax.train.state import create_state, make_optimizer, param_count
@@ -95,9 +95,12 @@ def train(config, workdir: str, printer=print) -> dict:
                 metrics = evaluate(launcher, state.params, data.eval_batches)
                 say(f"eval step {step} | loss {metrics['loss']:.4f} | ppl {metrics['ppl']:.3f} | "
                     f"acc {metrics['accuracy']:.4f}", flush=True)
+                best_metric = -metrics["nll"]
+                if config.train.bleu_every and step % config.train.bleu_every == 0 and data.tokenizer:
+                    metrics["bleu"] = best_metric = dev_bleu(config, cfg, launcher.get_state(state).params, data, say)
                 history.append({"split": "eval", "step": step, **metrics})
                 checkpointer.save_best(step, launcher.get_state(state), data.train.get_state(), config.to_dict(),
-                                       -metrics["nll"])
+                                       best_metric)
             if checkpointer.due(step) or step == config.train.steps or preempted:
                 _check_finite(sums, step, config)
                 save(step)
@@ -108,6 +111,25 @@ def train(config, workdir: str, printer=print) -> dict:
     checkpointer.wait()
     checkpointer.close()
     return _summarize_run(workdir, lead, step, start, started, history, launcher.get_state(state), say)
+
+
+def dev_bleu(config, cfg, params, data, say) -> float:
+    """sacreBLEU of the validation split (or its first train.bleu_sentences lines), with samples."""
+    from t2t_jax.decode.translate import translate_texts
+    from t2t_jax.evaluate.bleu import sacre_bleu
+
+    params = host_tree(params)  # plain arrays: decoding runs on one device
+    count = config.train.bleu_sentences or len(data.eval_sources)
+    sources, references = data.eval_sources[:count], data.eval_references[:count]
+    results, stats = translate_texts(sources, data.tokenizer, params, cfg, beam=config.train.bleu_beam,
+                                     log=say)
+    hypotheses = [r[0][0] for r in results]
+    bleu = sacre_bleu(hypotheses, references)
+    say(f"dev BLEU {bleu['score']:.2f} on {count} sentences ({bleu['signature']}) | decoded in "
+        f"{stats['seconds']:.0f}s", flush=True)
+    for i in range(min(2, count)):
+        say(f"  src: {sources[i]}\n  hyp: {hypotheses[i]}\n  ref: {references[i]}", flush=True)
+    return bleu["score"]
 
 
 def _check_finite(sums, step, config):
