@@ -1,0 +1,61 @@
+"""Decoding speed: greedy and beam 4, cached vs uncached, tiny and base sizes, batch 1 and 64. Prints JSON.
+
+    python bench/decode.py [--sizes tiny,base] [--source-length 20]
+
+Random-init weights never emit EOS, so every hypothesis runs to the §6.1 limit (source length + 50):
+a fixed, comparable amount of work. Uncached = re-running the whole decoder on the prefix every step.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bench.train_step import SIZES, model_config  # noqa: E402
+from t2t_jax.decode.decoder import greedy_uncached, translate_ids  # noqa: E402
+from t2t_jax.train.state import init_params  # noqa: E402
+
+
+def timed(fn, repeats=2):
+    jax.block_until_ready(fn())  # compile
+    start = time.perf_counter()
+    for _ in range(repeats):
+        out = jax.block_until_ready(fn())
+    return (time.perf_counter() - start) / repeats, out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="tiny,base")
+    parser.add_argument("--source-length", type=int, default=20)
+    parser.add_argument("--batches", default="1,64")
+    args = parser.parse_args()
+    report = {"source_length": args.source_length, "output_length": args.source_length + 50, "results": []}
+    for name in args.sizes.split(","):
+        cfg = model_config(SIZES[name], "float32")
+        params = init_params(cfg, seed=0)
+        for batch in map(int, args.batches.split(",")):
+            src = np.random.default_rng(0).integers(3, cfg.vocab_size, (batch, args.source_length)).astype(np.int32)
+            runs = [("greedy_cached", lambda: translate_ids(params, src, cfg=cfg, beam=0)),
+                    ("beam4_cached", lambda: translate_ids(params, src, cfg=cfg, beam=4))]
+            if batch == 1 or name == "tiny":
+                runs.append(("greedy_uncached", lambda: greedy_uncached(params, src, cfg=cfg)))
+            for label, fn in runs:
+                seconds, (tokens, _) = timed(fn)
+                generated = int((np.asarray(tokens)[:, 0] != 0).sum())
+                entry = {"size": name, "batch": batch, "mode": label, "seconds": seconds,
+                         "sentences_per_s": batch / seconds, "target_tokens_per_s": generated / seconds}
+                report["results"].append(entry)
+                print(json.dumps(entry), file=sys.stderr, flush=True)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
