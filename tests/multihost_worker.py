@@ -22,7 +22,7 @@ def main():
     config = load_config("experiments/smoke.py", PARALLEL_TEST_OVERRIDES + [
         f"--config.parallel.coordinator_address=127.0.0.1:{port}", "--config.parallel.num_processes=2",
         f"--config.parallel.process_id={process_id}"])
-    summary = train(config, os.path.dirname(out) + f"/work{process_id}")
+    summary = train(config, os.path.join(os.path.dirname(out), "work"))  # one shared workdir, as on a cluster
     flat = flatten_dict(host_tree(summary["state"].params), sep="/")
     np.savez(out, **flat, __loss__=summary["history"][-2]["loss"])
 

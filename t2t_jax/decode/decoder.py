@@ -28,9 +28,10 @@ def _step_fn(model, params, encoded, input_segments, cache_length):
     return step
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha"))
-def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: float = 0.6):
-    """Token ids [batch, beam, L] best first and their scores [batch, beam] (beam 0 = greedy search)."""
+@functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest"))
+def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: float = 0.6, nbest: int = 1):
+    """Token ids [batch, beam, L] best first and their scores [batch, beam] (beam 0 = greedy search);
+    the first ``nbest`` hypotheses are exact."""
     model = Transformer(cfg)
     segments = (inputs != cfg.pad_id).astype(jnp.int32)
     encoded = model.apply({"params": params}, inputs, segments, method=Transformer.encode)
@@ -43,7 +44,7 @@ def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: flo
         return tokens[:, None], score[:, None]
     encoded, segments = jnp.repeat(encoded, beam, axis=0), jnp.repeat(segments, beam, axis=0)
     step = _step_fn(model, params, encoded, segments, max_len)
-    return beam_search(step, batch, beam, alpha, max_lengths, max_len, cfg.eos_id, cfg.pad_id)
+    return beam_search(step, batch, beam, alpha, max_lengths, max_len, cfg.eos_id, cfg.pad_id, nbest=nbest)
 
 
 @functools.partial(jax.jit, static_argnames=("cfg",))

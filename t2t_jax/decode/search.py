@@ -73,8 +73,11 @@ def _reorder_cache(cache, source_beams, beam: int):
 
 
 def beam_search(step_fn, batch: int, beam: int, alpha: float, max_lengths, max_len: int, eos_id: int,
-                start_id: int = 0):
-    """(sequences [batch, beam, max_len], scores [batch, beam]) best first; rows of step_fn are batch*beam."""
+                start_id: int = 0, nbest: int = 1):
+    """(sequences [batch, beam, max_len], scores [batch, beam]) best first; rows of step_fn are batch*beam.
+
+    Stops once no alive hypothesis can beat the ``nbest``-th finished one (nbest=1: the best, §6.1);
+    the first ``nbest`` rows are then exact, later rows are whatever finished before the stop."""
     vocab_rows = batch * beam
 
     def advance(state, cache, logits):
@@ -110,7 +113,7 @@ def beam_search(step_fn, batch: int, beam: int, alpha: float, max_lengths, max_l
     def cond(carry):
         (t, _, alive_logp, _, fin_scores), _, _ = carry
         best_possible = alive_logp[:, 0] / length_penalty(max_lengths, alpha)
-        can_improve = (best_possible > fin_scores[:, 0]) & (t < max_lengths)
+        can_improve = (best_possible > fin_scores[:, nbest - 1]) & (t < max_lengths)
         return (t < max_len) & jnp.any(can_improve)
 
     def body(carry):

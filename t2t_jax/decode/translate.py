@@ -51,7 +51,8 @@ def translate_texts(texts, tokenizer, params, cfg: ModelConfig, *, beam=4, alpha
         for row, i in enumerate(chosen):
             batch[row, :len(ids[i])] = ids[i]
         began = time.perf_counter()
-        sequences, scores = jax.device_get(translate_ids(params, batch, cfg=cfg, beam=beam, alpha=alpha))
+        sequences, scores = jax.device_get(translate_ids(params, batch, cfg=cfg, beam=beam, alpha=alpha,
+                                                              nbest=nbest if beam else 1))
         stats["seconds"] += time.perf_counter() - began
         for row, i in enumerate(chosen):
             results[i] = [(tokenizer.decode(sequences[row, k]), float(scores[row, k])) for k in range(nbest)]

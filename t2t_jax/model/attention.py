@@ -74,9 +74,12 @@ class MultiHeadAttention(nn.Module):
         cfg = self.config
         h, dk, dv = cfg.num_heads, cfg.head_dim_k, cfg.head_dim_v
         to_heads = glorot_uniform(in_axis=0, out_axis=(1, 2))
-        query = Projection("btd,dhk->bthk", (cfg.d_model, h, dk), to_heads, cfg.dtype, name="query")(inputs_q)
-        key_proj = Projection("btd,dhk->bthk", (cfg.d_model, h, dk), to_heads, cfg.dtype, name="key")
-        value_proj = Projection("btd,dhk->bthk", (cfg.d_model, h, dv), to_heads, cfg.dtype, name="value")
+        query = Projection("btd,dhk->bthk", (cfg.d_model, h, dk), to_heads, cfg.dtype, cfg.attention_bias,
+                           name="query")(inputs_q)
+        key_proj = Projection("btd,dhk->bthk", (cfg.d_model, h, dk), to_heads, cfg.dtype, cfg.attention_bias,
+                              name="key")
+        value_proj = Projection("btd,dhk->bthk", (cfg.d_model, h, dv), to_heads, cfg.dtype, cfg.attention_bias,
+                                name="value")
         if decode == "cross":
             key, value = self._cross_cache(key_proj, value_proj, inputs_kv)
         else:
@@ -90,7 +93,8 @@ class MultiHeadAttention(nn.Module):
         out = attend(query, key, value, bias, dropout_rate=cfg.attention_dropout, dropout_rng=dropout_rng,
                      deterministic=rows is None, dtype=cfg.dtype)
         from_heads = glorot_uniform(in_axis=(0, 1), out_axis=2)
-        return Projection("bthk,hkd->btd", (h, dv, cfg.d_model), from_heads, cfg.dtype, name="out")(out)
+        return Projection("bthk,hkd->btd", (h, dv, cfg.d_model), from_heads, cfg.dtype, cfg.attention_bias,
+                          name="out")(out)
 
     def _self_cache(self, key, value, index, length):
         """Write this step's key/value at ``index`` of the [batch, length, heads, d] cache; mask the future."""
@@ -115,14 +119,19 @@ class MultiHeadAttention(nn.Module):
 
 
 class Projection(nn.Module):
-    """A bias-free kernel applied by one einsum (params at ``<name>/kernel``)."""
+    """A kernel applied by one einsum (params at ``<name>/kernel``; ``<name>/bias`` only if ``use_bias``)."""
 
     equation: str
     shape: tuple
     initializer: Callable
     dtype: str
+    use_bias: bool = False
 
     @nn.compact
     def __call__(self, x):
         kernel = self.param("kernel", self.initializer, self.shape, jnp.float32)
-        return precision.einsum(self.equation, x, kernel, self.dtype)
+        y = precision.einsum(self.equation, x, kernel, self.dtype)
+        if self.use_bias:
+            out_dims = self.shape[1:] if self.equation.endswith("bthk") else self.shape[-1:]
+            y = y + self.param("bias", nn.initializers.zeros, out_dims, jnp.float32).astype(y.dtype)
+        return y

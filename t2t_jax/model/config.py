@@ -12,6 +12,7 @@ from typing import Any, Mapping
 LN_PLACEMENTS = ("post", "pre")
 POSITION_KINDS = ("sinusoidal", "concat", "learned", "none")
 DTYPES = ("float32", "bfloat16")
+ACTIVATIONS = ("relu", "swish")
 
 
 class ConfigError(ValueError):
@@ -37,6 +38,9 @@ class ModelConfig:
     ln_epsilon: float = 1e-6
     positions: str = "sinusoidal"
     attention: str = "dot_product"
+    activation: str = "relu"  # FFN nonlinearity; "swish" for imported OPUS-MT (Marian) models
+    attention_bias: bool = False  # biases on q/k/v/o projections (the paper has none; Marian has them)
+    logits_bias: bool = False  # a bias on the pre-softmax logits (Marian's final_logits_bias)
     dtype: str = "float32"  # compute dtype; params stay float32
     max_len: int = 256  # size of learned position table and decode caches
     pad_id: int = 0
@@ -60,6 +64,7 @@ class ModelConfig:
         _check_choice("ln", self.ln, LN_PLACEMENTS)
         _check_choice("positions", self.positions, POSITION_KINDS)
         _check_choice("dtype", self.dtype, DTYPES)
+        _check_choice("activation", self.activation, ACTIVATIONS)
         from t2t_jax.model import attention  # local import: registry lives with the functions
 
         _check_choice("attention", self.attention, tuple(attention.ATTENTION_FUNCTIONS))

@@ -47,14 +47,17 @@ class SharedEmbedding(nn.Module):
         self.embedding = self.param(
             "embedding", nn.initializers.normal(stddev=cfg.d_model**-0.5),
             (cfg.vocab_size, cfg.d_model), jnp.float32)
+        if cfg.logits_bias:
+            self.logits_bias = self.param("logits_bias", nn.initializers.zeros, (cfg.vocab_size,), jnp.float32)
 
     def __call__(self, ids):
         scale = jnp.sqrt(jnp.float32(self.config.d_model))
         return (jnp.take(self.embedding, ids, axis=0) * scale).astype(self.config.dtype)
 
     def attend(self, x):
-        """Logits h·Eᵀ, returned in float32 for the loss."""
-        return precision.einsum("btd,vd->btv", x, self.embedding, self.config.dtype, jnp.float32)
+        """Logits h·Eᵀ (+ Marian's final_logits_bias if configured), in float32 for the loss."""
+        logits = precision.einsum("btd,vd->btv", x, self.embedding, self.config.dtype, jnp.float32)
+        return logits + self.logits_bias if self.config.logits_bias else logits
 
 
 class PositionSignal(nn.Module):
@@ -81,7 +84,7 @@ class PositionSignal(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """FFN(x) = max(0, x W1 + b1) W2 + b2 (eq. 2), kernels named wi / wo."""
+    """FFN(x) = max(0, x W1 + b1) W2 + b2 (eq. 2; swish optional), kernels named wi / wo."""
 
     config: ModelConfig
 
@@ -89,7 +92,7 @@ class FeedForward(nn.Module):
     def __call__(self, x, rows):
         cfg = self.config
         h = Dense(cfg.d_model, cfg.d_ff, cfg.dtype, name="wi")(x)
-        h = nn.relu(h)
+        h = nn.relu(h) if cfg.activation == "relu" else nn.swish(h)
         h = Dropout(cfg.relu_dropout)(h, rows)
         return Dense(cfg.d_ff, cfg.d_model, cfg.dtype, name="wo")(h)
 

@@ -1,0 +1,43 @@
+"""``python -m t2t_jax.import_marian --hf DIR --out WORKDIR``: a Marian model as a t2t_jax workdir
+(params checkpoint at WORKDIR/checkpoints, config.json, spm.model) ready for translate / evaluate / training."""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import shutil
+
+from t2t_jax.cli.common import fail, quiet_libraries
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="t2t-import-marian", description=__doc__.splitlines()[0])
+    parser.add_argument("--hf", required=True, help="a MarianMTModel directory (config.json + weights)")
+    parser.add_argument("--out", required=True, help="new t2t_jax workdir")
+    args = parser.parse_args(argv)
+    quiet_libraries()
+    from t2t_jax.checkpoint.params import save_params
+    from t2t_jax.config import default_config
+    from t2t_jax.export.marian import ExportError
+    from t2t_jax.export.marian_import import from_marian_state, marian_model_config, read_marian
+
+    try:
+        hf_config, state = read_marian(args.hf)
+        cfg = marian_model_config(hf_config)
+    except (ExportError, FileNotFoundError) as error:
+        fail(str(error))
+    params = from_marian_state(state, cfg)
+    config = default_config().to_dict()
+    config["model"] = cfg.to_dict()
+    out = pathlib.Path(args.out)
+    save_params(out / "checkpoints", 0, params, config)
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+    source_spm = pathlib.Path(args.hf) / "source.spm"
+    if source_spm.exists():
+        shutil.copy(source_spm, out / "spm.model")
+    print(f"imported {args.hf} -> {out} ({cfg.encoder_layers}+{cfg.decoder_layers} layers, d {cfg.d_model}, "
+          f"{cfg.activation}, LN eps {cfg.ln_epsilon})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+from t2t_jax.cli.export import main
+
+main()

@@ -1,0 +1,188 @@
+"""Exports give equal outputs: HF Marian (logits, greedy, beam 4), the torch mirror, flat files, Marian import."""
+import dataclasses
+import json
+import subprocess
+import sys
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from t2t_jax.decode.decoder import translate_ids  # noqa: E402
+from t2t_jax.export.flat import flatten, load_flat, save_flat  # noqa: E402
+from t2t_jax.export.marian import ExportError, export_marian  # noqa: E402
+from t2t_jax.export.marian_import import from_marian_state, marian_model_config, read_marian  # noqa: E402
+from t2t_jax.export.torch_export import export_torch  # noqa: E402
+from t2t_jax.export import torch_model  # noqa: E402
+from t2t_jax.model import ModelConfig, Transformer  # noqa: E402
+from t2t_jax.train.state import create_state, init_params, make_optimizer  # noqa: E402
+from t2t_jax.train.step import jit_train_step  # noqa: E402
+from t2t_jax.config import default_config  # noqa: E402
+
+CFG = ModelConfig(vocab_size=40, d_model=32, num_heads=4, d_ff=64, encoder_layers=2, decoder_layers=2, max_len=64,
+                  dropout=0.0)
+
+
+def batch(rows=4, seed=0):
+    rng = np.random.default_rng(seed)
+    src = rng.integers(3, 40, (rows, 7)).astype(np.int32)
+    src[1, 5:] = 0
+    tgt = rng.integers(3, 40, (rows, 6)).astype(np.int32)
+    tgt[0, 4:] = 0
+    return src, tgt
+
+
+def shifted(tgt):
+    return np.concatenate([np.zeros((tgt.shape[0], 1), np.int32), tgt[:, :-1]], 1)
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """A briefly trained tiny model (reversal task) so outputs are peaked, not uniform."""
+    optimizer = default_config().optimizer
+    optimizer.warmup_steps = 50
+    tx, _ = make_optimizer(optimizer, CFG)
+    state = create_state(CFG, tx, 0)
+    step = jit_train_step(Transformer(CFG), tx, 0.1)
+    rng = np.random.default_rng(1)
+    for _ in range(150):
+        src = rng.integers(3, 40, (32, 8)).astype(np.int32)
+        src[:, -1] = 1
+        tgt = np.concatenate([src[:, -2::-1], src[:, -1:]], 1)
+        state, _ = step(state, {"inputs": src, "targets": tgt})
+    return state.params
+
+
+@pytest.fixture(scope="module", params=["random", "trained"])
+def marian(request, trained, tmp_path_factory):
+    params = init_params(CFG, 0) if request.param == "random" else trained
+    out = tmp_path_factory.mktemp("marian") / "model"
+    export_marian(params, CFG, out)
+    return params, transformers.MarianMTModel.from_pretrained(out).eval(), out
+
+
+def test_marian_logits_match(marian):
+    params, model, _ = marian
+    src, tgt = batch()
+    ours = np.asarray(Transformer(CFG).apply({"params": params}, src, tgt))
+    with torch.no_grad():
+        theirs = model(input_ids=torch.tensor(src, dtype=torch.long), attention_mask=torch.tensor(src != 0),
+                       decoder_input_ids=torch.tensor(shifted(tgt), dtype=torch.long)).logits.numpy()
+    assert np.abs(theirs - ours)[tgt != 0].max() <= 1e-4
+
+
+def test_marian_generate_matches_greedy_and_beam(marian, request):
+    """Greedy on both models; beam 4 on the trained one, whose hypotheses end with EOS (a random model
+    never emits EOS, and then the best hypothesis depends on how each library cuts at max length)."""
+    params, model, _ = marian
+    beams = (0, 4) if "trained" in request.node.name else (0,)
+    rng = np.random.default_rng(7)
+    src = rng.integers(3, 40, (20, 8)).astype(np.int32)
+    src[:, -1] = 1
+    src[3, 5:] = 0
+    src[3, 4] = 1
+    for beam in beams:
+        ours = np.asarray(translate_ids(params, src, cfg=CFG, beam=beam, alpha=0.0)[0])[:, 0]
+        with torch.no_grad():
+            theirs = model.generate(input_ids=torch.tensor(src, dtype=torch.long),
+                                    attention_mask=torch.tensor(src != 0), num_beams=max(beam, 1),
+                                    do_sample=False, max_new_tokens=20, length_penalty=0.0).numpy()
+        for row in range(20):
+            want = [int(t) for t in theirs[row, 1:] if t != 0]  # drop the start token and padding
+            want = want[: want.index(1) + 1] if 1 in want[:-1] or len(want) < 20 else want[:-1]
+            got = [int(t) for t in ours[row] if t != 0][: len(want)]  # (at the 20-token cut Marian forces EOS)
+            assert got == want, (beam, row)
+
+
+def test_marian_refuses_pre_ln_without_leftovers(tmp_path):
+    with pytest.raises(ExportError, match="pre-LN .* Use --format torch"):
+        export_marian(init_params(dataclasses.replace(CFG, ln="pre"), 0), dataclasses.replace(CFG, ln="pre"),
+                      tmp_path / "out")
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("ln", ["post", "pre"])
+@pytest.mark.parametrize("positions", ["sinusoidal", "learned"])
+def test_torch_export_matches(tmp_path, ln, positions):
+    cfg = dataclasses.replace(CFG, ln=ln, positions=positions)
+    params = init_params(cfg, 3)
+    path = export_torch(params, cfg, tmp_path)
+    blob = torch.load(path)
+    model = torch_model.Transformer(**blob["config"])
+    model.load_state_dict(blob["state_dict"])
+    src, tgt = batch()
+    ours = np.asarray(Transformer(cfg).apply({"params": params}, src, tgt))
+    with torch.no_grad():
+        theirs = model.eval()(torch.tensor(src, dtype=torch.long), torch.tensor(shifted(tgt), dtype=torch.long))
+    assert np.abs(theirs.numpy() - ours)[tgt != 0].max() <= 1e-4
+    assert (tmp_path / "torch_model.py").exists()
+
+
+def test_round_trip_through_marian_is_identical(marian):
+    params, _, out = marian
+    hf_config, state = read_marian(out)
+    cfg = marian_model_config(hf_config)
+    back = flatten(from_marian_state(state, cfg))
+    for name, value in flatten(params).items():
+        np.testing.assert_array_equal(back[name], value)
+    assert not np.any(back["embed/logits_bias"]) and not np.any(back["encoder/layer_0/self_attn/query/bias"])
+
+
+def test_random_swish_marian_imports_with_equal_logits(tmp_path):
+    config = transformers.MarianConfig(vocab_size=50, d_model=32, encoder_layers=2, decoder_layers=2,
+                                       encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=48,
+                                       decoder_ffn_dim=48, activation_function="swish", scale_embedding=True,
+                                       pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
+                                       max_position_embeddings=64)
+    torch.manual_seed(0)
+    model = transformers.MarianMTModel(config).eval()
+    with torch.no_grad():  # non-zero biases everywhere, as in a trained OPUS-MT model
+        for name, p in model.named_parameters():
+            if name.endswith("bias"):
+                p.normal_(0, 0.1)
+    model.save_pretrained(tmp_path / "hf")
+    out = subprocess.run([sys.executable, "-m", "t2t_jax.import_marian", "--hf", str(tmp_path / "hf"), "--out",
+                          str(tmp_path / "work")], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    from t2t_jax.checkpoint.params import load_params
+
+    cfg = ModelConfig.from_mapping(json.loads((tmp_path / "work" / "config.json").read_text())["model"])
+    assert cfg.activation == "swish" and cfg.ln_epsilon == 1e-5
+    _, params = load_params(tmp_path / "work", "latest")
+    src, tgt = batch(seed=3)
+    src, tgt = np.minimum(src, 49), np.minimum(tgt, 49)
+    ours = np.asarray(Transformer(cfg).apply({"params": params}, src, tgt))
+    with torch.no_grad():
+        theirs = model(input_ids=torch.tensor(src, dtype=torch.long), attention_mask=torch.tensor(src != 0),
+                       decoder_input_ids=torch.tensor(shifted(tgt), dtype=torch.long)).logits.numpy()
+    assert np.abs(theirs - ours)[tgt != 0].max() <= 1e-4
+
+
+GOLDEN_NAMES_LAYER0 = [
+    "decoder/layer_0/cross_attn/key/kernel", "decoder/layer_0/cross_attn/out/kernel",
+    "decoder/layer_0/cross_attn/query/kernel", "decoder/layer_0/cross_attn/value/kernel",
+    "decoder/layer_0/ffn/wi/bias", "decoder/layer_0/ffn/wi/kernel", "decoder/layer_0/ffn/wo/bias",
+    "decoder/layer_0/ffn/wo/kernel", "decoder/layer_0/ln_cross/bias", "decoder/layer_0/ln_cross/scale",
+    "decoder/layer_0/ln_ffn/bias", "decoder/layer_0/ln_ffn/scale", "decoder/layer_0/ln_self/bias",
+    "decoder/layer_0/ln_self/scale", "decoder/layer_0/self_attn/key/kernel", "decoder/layer_0/self_attn/out/kernel",
+    "decoder/layer_0/self_attn/query/kernel", "decoder/layer_0/self_attn/value/kernel", "embed/embedding",
+    "encoder/layer_0/ffn/wi/bias", "encoder/layer_0/ffn/wi/kernel", "encoder/layer_0/ffn/wo/bias",
+    "encoder/layer_0/ffn/wo/kernel", "encoder/layer_0/ln_attn/bias", "encoder/layer_0/ln_attn/scale",
+    "encoder/layer_0/ln_ffn/bias", "encoder/layer_0/ln_ffn/scale", "encoder/layer_0/self_attn/key/kernel",
+    "encoder/layer_0/self_attn/out/kernel", "encoder/layer_0/self_attn/query/kernel",
+    "encoder/layer_0/self_attn/value/kernel"]
+
+
+@pytest.mark.parametrize("fmt", ["safetensors", "npz"])
+def test_flat_round_trip_and_golden_names(tmp_path, fmt):
+    cfg = dataclasses.replace(CFG, encoder_layers=1, decoder_layers=1)
+    params = init_params(cfg, 0)
+    path = save_flat(params, cfg.to_dict(), tmp_path, fmt)
+    loaded = flatten(load_flat(path))
+    assert sorted(loaded) == GOLDEN_NAMES_LAYER0
+    for name, value in flatten(params).items():
+        np.testing.assert_array_equal(loaded[name], value)
+    assert json.loads((tmp_path / "config.json").read_text())["model"]["d_model"] == 32
