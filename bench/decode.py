@@ -31,11 +31,36 @@ def timed(fn, repeats=2):
     return (time.perf_counter() - start) / repeats, out
 
 
+def hf_generate(params, cfg, src, max_new_tokens):
+    """MarianMTModel.generate (PyTorch, CPU) on the same weights, beam 4, same output length."""
+    import tempfile
+
+    import torch
+    from transformers import MarianMTModel
+
+    from t2t_jax.export.marian import export_marian
+
+    directory = tempfile.mkdtemp()
+    export_marian(params, cfg, f"{directory}/m")
+    model = MarianMTModel.from_pretrained(f"{directory}/m").eval()
+    inputs = torch.tensor(src, dtype=torch.long)
+
+    def run():
+        with torch.no_grad():
+            out = model.generate(input_ids=inputs, attention_mask=inputs != 0, num_beams=4, do_sample=False,
+                                 max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens)
+        tokens = out[:, 1:].numpy()
+        return np.pad(tokens, ((0, 0), (0, 0)))[:, None], None
+
+    return run
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="tiny,base")
     parser.add_argument("--source-length", type=int, default=20)
     parser.add_argument("--batches", default="1,64")
+    parser.add_argument("--no-hf", action="store_true", help="skip the Hugging Face Marian comparison")
     args = parser.parse_args()
     report = {"source_length": args.source_length, "output_length": args.source_length + 50, "results": []}
     for name in args.sizes.split(","):
@@ -47,6 +72,8 @@ def main():
                     ("beam4_cached", lambda: translate_ids(params, src, cfg=cfg, beam=4))]
             if batch == 1 or name == "tiny":
                 runs.append(("greedy_uncached", lambda: greedy_uncached(params, src, cfg=cfg)))
+            if not args.no_hf:
+                runs.append(("hf_marian_beam4", hf_generate(params, cfg, src, args.source_length + 50)))
             for label, fn in runs:
                 seconds, (tokens, _) = timed(fn)
                 generated = int((np.asarray(tokens)[:, 0] != 0).sum())

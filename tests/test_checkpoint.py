@@ -116,6 +116,11 @@ def test_averaging_equals_numpy_mean(tmp_path):
         np.testing.assert_allclose(value, np.mean([p[key] for p in parts], axis=0), rtol=1e-6, atol=1e-7)
     with pytest.raises(ConfigError, match="only 3 checkpoint"):
         average_last(tmp_path, 9, tmp_path / "x", log=lambda *_: None)
+    from t2t_jax.decode.decoder import translate_ids  # the averaged checkpoint decodes
+
+    cfg = model_config(load_config("experiments/smoke.py"))
+    tokens, scores = translate_ids(load_params(tmp_path, "averaged")[1], np.full((2, 6), 5, np.int32), cfg=cfg, beam=2)
+    assert tokens.shape[:2] == (2, 2) and np.all(np.isfinite(np.asarray(scores)[:, 0]))
 
 
 def test_truncated_latest_falls_back_to_previous(tmp_path):

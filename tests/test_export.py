@@ -186,3 +186,17 @@ def test_flat_round_trip_and_golden_names(tmp_path, fmt):
     for name, value in flatten(params).items():
         np.testing.assert_array_equal(loaded[name], value)
     assert json.loads((tmp_path / "config.json").read_text())["model"]["d_model"] == 32
+
+
+def test_marian_tokenizer_loads_offline_and_matches_ours(tmp_path):
+    from t2t_jax.data.tokenizer import train_tokenizer
+
+    text = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.", "Die Straße ist groß."] * 20
+    tokenizer = train_tokenizer(text, vocab_size=60)
+    tokenizer.save(tmp_path / "spm.model")
+    cfg = dataclasses.replace(CFG, vocab_size=60)
+    export_marian(init_params(cfg, 0), cfg, tmp_path / "hf", spm_path=tmp_path / "spm.model")
+    theirs = transformers.MarianTokenizer.from_pretrained(tmp_path / "hf")
+    for sentence in ["Zwei Hunde spielen im Schnee.", "Die Straße ist groß."]:
+        assert theirs(sentence)["input_ids"] == [int(i) for i in tokenizer.encode(sentence)]
+        assert theirs.decode(tokenizer.encode(sentence), skip_special_tokens=True) == sentence
