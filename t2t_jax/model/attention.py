@@ -80,42 +80,64 @@ class MultiHeadAttention(nn.Module):
                               name="key")
         value_proj = Projection("btd,dhk->bthk", (cfg.d_model, h, dv), to_heads, cfg.dtype, cfg.attention_bias,
                                 name="value")
-        if decode == "cross":
-            key, value = self._cross_cache(key_proj, value_proj, inputs_kv)
+        if decode is not None:
+            if decode == "cross":
+                key_t, value_t = self._cross_cache(key_proj, value_proj, inputs_kv)
+            else:
+                key_t, value_t, bias = self._self_cache(key_proj(inputs_kv), value_proj(inputs_kv), cache_index,
+                                                        cache_length)
+            out = self._attend_cached(query, key_t, value_t, bias)
         else:
-            key, value = key_proj(inputs_kv), value_proj(inputs_kv)
-        if decode == "self":
-            key, value, bias = self._self_cache(key, value, cache_index, cache_length)
-        dropout_rng = None
-        if rows is not None and cfg.attention_dropout > 0.0:
-            dropout_rng = (self.make_rng("dropout"), rows)
-        attend = ATTENTION_FUNCTIONS[cfg.attention]
-        out = attend(query, key, value, bias, dropout_rate=cfg.attention_dropout, dropout_rng=dropout_rng,
-                     deterministic=rows is None, dtype=cfg.dtype)
+            out = self._attend(query, key_proj(inputs_kv), value_proj(inputs_kv), bias, rows)
         from_heads = glorot_uniform(in_axis=(0, 1), out_axis=2)
         return Projection("bthk,hkd->btd", (h, dv, cfg.d_model), from_heads, cfg.dtype, cfg.attention_bias,
                           name="out")(out)
 
+    def _attend(self, query, key, value, bias, rows):
+        cfg = self.config
+        dropout_rng = None
+        if rows is not None and cfg.attention_dropout > 0.0:
+            dropout_rng = (self.make_rng("dropout"), rows)
+        attend = ATTENTION_FUNCTIONS[cfg.attention]
+        return attend(query, key, value, bias, dropout_rate=cfg.attention_dropout, dropout_rng=dropout_rng,
+                      deterministic=rows is None, dtype=cfg.dtype)
+
+    def _attend_cached(self, query, key_t, value_t, bias):
+        """Attention of one decode step on caches in dot-ready layouts (keys [b, h, d, len], values
+        [b, h, len, d]): with [b, len, h, d] caches XLA:CPU transposed every whole cache at every step."""
+        cfg = self.config
+        if cfg.attention in ("dot_product", "dot_product_unscaled"):
+            scale = query.shape[-1] ** -0.5 if cfg.attention == "dot_product" else 1.0
+            logits = precision.einsum("bqhd,bhdk->bhqk", query * jnp.asarray(scale, query.dtype), key_t, cfg.dtype,
+                                      jnp.float32)
+            weights = jax.nn.softmax(logits + bias, axis=-1)
+            return precision.einsum("bhqk,bhkd->bqhd", weights, value_t, cfg.dtype)
+        key, value = key_t.transpose(0, 3, 1, 2), value_t.transpose(0, 2, 1, 3)  # registry layout
+        return self._attend(query, key, value, bias, None)
+
     def _self_cache(self, key, value, index, length):
-        """Write this step's key/value at ``index`` of the [batch, length, heads, d] cache; mask the future."""
-        batch, _, heads, _ = key.shape
-        cached_key = self.variable("cache", "cached_key", jnp.zeros, (batch, length, heads, key.shape[-1]), key.dtype)
-        cached_value = self.variable("cache", "cached_value", jnp.zeros, (batch, length, heads, value.shape[-1]),
+        """Write this step's key/value at ``index`` of fixed-size caches (keys [b, h, d, length], values
+        [b, h, length, d]), updated in place; returns them with a bias hiding positions > index."""
+        batch, _, heads, dk = key.shape
+        cached_key = self.variable("cache", "cached_key", jnp.zeros, (batch, heads, dk, length), key.dtype)
+        cached_value = self.variable("cache", "cached_value", jnp.zeros, (batch, heads, length, value.shape[-1]),
                                      value.dtype)
-        cached_key.value = jax.lax.dynamic_update_slice(cached_key.value, key, (0, index, 0, 0))
-        cached_value.value = jax.lax.dynamic_update_slice(cached_value.value, value, (0, index, 0, 0))
+        cached_key.value = jax.lax.dynamic_update_slice(cached_key.value, key.transpose(0, 2, 3, 1),
+                                                        (0, 0, 0, index))
+        cached_value.value = jax.lax.dynamic_update_slice(cached_value.value, value.transpose(0, 2, 1, 3),
+                                                          (0, 0, index, 0))
         visible = jnp.arange(length) <= index
         bias = jnp.where(visible, 0.0, NEG_INF).astype(jnp.float32)[None, None, None, :]
         return cached_key.value, cached_value.value, bias
 
     def _cross_cache(self, key_proj, value_proj, encoded):
-        """Encoder keys/values: computed on the first decode step, read from the cache afterwards."""
+        """Encoder keys/values, projected on the first decode step only, kept in the dot-ready layouts."""
         if self.has_variable("cache", "cross_key"):
             return self.get_variable("cache", "cross_key"), self.get_variable("cache", "cross_value")
-        key, value = key_proj(encoded), value_proj(encoded)
-        self.put_variable("cache", "cross_key", key)
-        self.put_variable("cache", "cross_value", value)
-        return key, value
+        key_t, value_t = key_proj(encoded).transpose(0, 2, 3, 1), value_proj(encoded).transpose(0, 2, 1, 3)
+        self.put_variable("cache", "cross_key", key_t)
+        self.put_variable("cache", "cross_value", value_t)
+        return key_t, value_t
 
 
 class Projection(nn.Module):
