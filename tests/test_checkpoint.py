@@ -162,3 +162,14 @@ def test_nonfinite_loss_stops_with_step_and_keeps_checkpoint(tmp_path):
     with pytest.raises(RuntimeError, match=r"non-finite training loss .* at step 4"):
         small_run(tmp_path, steps=6, extra=["--config.optimizer.constant=1e30"])
     assert load_params(tmp_path, "latest")[0] == 2
+
+
+def test_options_added_since_a_save_read_as_defaults():
+    from t2t_jax.checkpoint.manager import check_compatible
+
+    current = load_config("experiments/smoke.py").to_dict()
+    saved = {"model": {k: v for k, v in current["model"].items() if k != "activation"}}
+    check_compatible(saved, current)  # no error: activation defaults to relu
+    current["model"]["activation"] = "swish"
+    with pytest.raises(ConfigError, match="model.activation: saved 'relu' vs now 'swish'"):
+        check_compatible(saved, current)

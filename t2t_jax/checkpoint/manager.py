@@ -109,7 +109,11 @@ def restore(manager: ocp.CheckpointManager, step: int, abstract_state):
 
 def check_compatible(saved: dict, current: dict) -> None:
     """A workdir written by a different model config is an error listing the fields that differ."""
-    saved_model, current_model = saved.get("model", {}), current.get("model", {})
+    from t2t_jax.model.config import ModelConfig
+
+    defaults = ModelConfig().to_dict()  # options added since the save read as their defaults
+    saved_model = {**defaults, **saved.get("model", {})}
+    current_model = {**defaults, **current.get("model", {})}
     differing = sorted(k for k in set(saved_model) | set(current_model)
                        if k != "dtype" and saved_model.get(k) != current_model.get(k))
     if differing:

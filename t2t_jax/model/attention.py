@@ -51,9 +51,25 @@ def dot_product_unscaled(query, key, value, bias, *, dropout_rate=0.0, dropout_r
     return precision.einsum("bhqk,bkhd->bqhd", weights, value, dtype)
 
 
+def fused(query, key, value, bias, *, dropout_rate=0.0, dropout_rng=None, deterministic=True, dtype="float32"):
+    """``jax.nn.dot_product_attention`` (XLA here; cuDNN flash attention on GPUs that have it).
+
+    No attention-weight dropout: the fused kernels do not expose the weights."""
+    if not deterministic and dropout_rate > 0.0:
+        raise ValueError("attention='fused' has no attention-weight dropout; set model.attention_dropout=0")
+    batch, q_len, heads, _ = query.shape
+    if bias is not None:
+        bias = jnp.broadcast_to(bias, (batch, heads, q_len, key.shape[1]))
+    dtype = jnp.dtype(dtype)
+    out = jax.nn.dot_product_attention(query.astype(dtype), key.astype(dtype), value.astype(dtype),
+                                       bias=None if bias is None else bias.astype(dtype))
+    return out.astype(dtype)
+
+
 ATTENTION_FUNCTIONS = {
     "dot_product": dot_product,
     "dot_product_unscaled": dot_product_unscaled,
+    "fused": fused,
 }
 
 
