@@ -50,3 +50,44 @@ def test_fused_model_equals_dot_product_model_and_decodes(tiny_config, tiny_para
     np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
     with pytest.raises(ValueError, match="no attention-weight dropout"):
         fused(*qkv(), None, dropout_rate=0.1, dropout_rng=jax.random.PRNGKey(0), deterministic=False)
+
+
+def logits_of(cfg, params, src, tgt):
+    return np.asarray(Transformer(cfg).apply({"params": params}, src, tgt))
+
+
+def test_grouped_query_with_all_heads_is_dot_product_and_fewer_heads_decode(tiny_config, tiny_params):
+    rng = np.random.default_rng(1)
+    src, tgt = rng.integers(3, 40, (2, 6)).astype(np.int32), rng.integers(3, 40, (2, 5)).astype(np.int32)
+    same = dataclasses.replace(tiny_config, kv_heads=tiny_config.num_heads)
+    np.testing.assert_array_equal(logits_of(same, tiny_params, src, tgt), logits_of(tiny_config, tiny_params, src, tgt))
+    from t2t_jax.train.state import init_params
+
+    for kv in (1, 2):  # multi-query and grouped-query
+        cfg = dataclasses.replace(tiny_config, kv_heads=kv)
+        params = init_params(cfg, 0)
+        assert params["encoder"]["layer_0"]["self_attn"]["key"]["kernel"].shape == (32, kv, 8)
+        cached, _ = translate_ids(params, src, cfg=cfg, beam=0)
+        full, _ = greedy_uncached(params, src, cfg=cfg)
+        np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
+
+
+def test_local_window_covering_everything_is_dot_product_and_small_window_is_local(tiny_config, tiny_params):
+    rng = np.random.default_rng(2)
+    src, tgt = rng.integers(3, 40, (2, 9)).astype(np.int32), rng.integers(3, 40, (2, 9)).astype(np.int32)
+    wide = dataclasses.replace(tiny_config, local_window=9)
+    np.testing.assert_allclose(logits_of(wide, tiny_params, src, tgt), logits_of(tiny_config, tiny_params, src, tgt),
+                               atol=1e-6)
+    local = dataclasses.replace(tiny_config, local_window=1, encoder_layers=1, decoder_layers=1)
+    from t2t_jax.train.state import init_params
+
+    params = init_params(local, 0)
+    base = logits_of(local, params, src, tgt)
+    changed = tgt.copy()
+    changed[:, 0] = (changed[:, 0] % 30) + 4  # decoder input 1 changes; with one layer of window 1 ...
+    out = logits_of(local, params, src, changed)
+    assert not np.allclose(out[:, 1:3], base[:, 1:3])  # ... positions 1-2 see it
+    np.testing.assert_allclose(out[:, 3:], base[:, 3:], atol=1e-6)  # positions >= 3 do not
+    cached, _ = translate_ids(params, src, cfg=local, beam=0)
+    full, _ = greedy_uncached(params, src, cfg=local)
+    np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))

@@ -88,13 +88,13 @@ class MultiHeadAttention(nn.Module):
         """``decode``: None (training / teacher forcing), "self" (append this step's key/value to a
         fixed-size cache at ``cache_index``) or "cross" (encoder keys/values projected once, then reused)."""
         cfg = self.config
-        h, dk, dv = cfg.num_heads, cfg.head_dim_k, cfg.head_dim_v
+        h, dk, dv, kv = cfg.num_heads, cfg.head_dim_k, cfg.head_dim_v, cfg.key_value_heads
         to_heads = glorot_uniform(in_axis=0, out_axis=(1, 2))
         query = Projection("btd,dhk->bthk", (cfg.d_model, h, dk), to_heads, cfg.dtype, cfg.attention_bias,
                            name="query")(inputs_q)
-        key_proj = Projection("btd,dhk->bthk", (cfg.d_model, h, dk), to_heads, cfg.dtype, cfg.attention_bias,
+        key_proj = Projection("btd,dhk->bthk", (cfg.d_model, kv, dk), to_heads, cfg.dtype, cfg.attention_bias,
                               name="key")
-        value_proj = Projection("btd,dhk->bthk", (cfg.d_model, h, dv), to_heads, cfg.dtype, cfg.attention_bias,
+        value_proj = Projection("btd,dhk->bthk", (cfg.d_model, kv, dv), to_heads, cfg.dtype, cfg.attention_bias,
                                 name="value")
         if decode is not None:
             if decode == "cross":
@@ -102,12 +102,19 @@ class MultiHeadAttention(nn.Module):
             else:
                 key_t, value_t, bias = self._self_cache(key_proj(inputs_kv), value_proj(inputs_kv), cache_index,
                                                         cache_length)
-            out = self._attend_cached(query, key_t, value_t, bias)
+            out = self._attend_cached(query, self._share(key_t), self._share(value_t), bias)
         else:
-            out = self._attend(query, key_proj(inputs_kv), value_proj(inputs_kv), bias, rows)
+            out = self._attend(query, self._share(key_proj(inputs_kv), axis=2), self._share(value_proj(inputs_kv), axis=2),
+                               bias, rows)
         from_heads = glorot_uniform(in_axis=(0, 1), out_axis=2)
         return Projection("bthk,hkd->btd", (h, dv, cfg.d_model), from_heads, cfg.dtype, cfg.attention_bias,
                           name="out")(out)
+
+    def _share(self, x, axis=1):
+        """Multi-/grouped-query attention: each key/value head serves num_heads / kv_heads query heads
+        (caches keep only the kv heads; they are repeated at use)."""
+        groups = self.config.num_heads // self.config.key_value_heads
+        return x if groups == 1 else jnp.repeat(x, groups, axis=axis)
 
     def _attend(self, query, key, value, bias, rows):
         cfg = self.config
@@ -143,6 +150,8 @@ class MultiHeadAttention(nn.Module):
         cached_value.value = jax.lax.dynamic_update_slice(cached_value.value, value.transpose(0, 2, 1, 3),
                                                           (0, 0, index, 0))
         visible = jnp.arange(length) <= index
+        if self.config.local_window:
+            visible = visible & (jnp.arange(length) >= index - self.config.local_window)
         bias = jnp.where(visible, 0.0, NEG_INF).astype(jnp.float32)[None, None, None, :]
         return cached_key.value, cached_value.value, bias
 

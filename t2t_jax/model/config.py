@@ -28,6 +28,8 @@ class ModelConfig:
     num_heads: int = 8
     d_k: int | None = None  # per-head query/key size; None = d_model // num_heads
     d_v: int | None = None  # per-head value size; None = d_model // num_heads
+    kv_heads: int | None = None  # key/value heads: None = num_heads; 1 = multi-query; 1 < k < h = grouped-query
+    local_window: int = 0  # >0: self-attention sees only positions within this distance (Table 1, row 4)
     d_ff: int = 2048
     encoder_layers: int = 6
     decoder_layers: int = 6
@@ -61,6 +63,11 @@ class ModelConfig:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ConfigError(f"model.{name} = {value}: must be a positive integer or None")
+        if self.kv_heads is not None and (self.kv_heads <= 0 or self.num_heads % self.kv_heads):
+            raise ConfigError(f"model.kv_heads = {self.kv_heads}: must be a positive divisor of model.num_heads = "
+                              f"{self.num_heads}")
+        if self.local_window < 0:
+            raise ConfigError(f"model.local_window = {self.local_window}: must be >= 0 (0 = unrestricted)")
         _check_choice("ln", self.ln, LN_PLACEMENTS)
         _check_choice("positions", self.positions, POSITION_KINDS)
         _check_choice("dtype", self.dtype, DTYPES)
@@ -70,6 +77,10 @@ class ModelConfig:
         _check_choice("attention", self.attention, tuple(attention.ATTENTION_FUNCTIONS))
         if self.pad_id == self.eos_id:
             raise ConfigError("model.pad_id and model.eos_id must differ")
+
+    @property
+    def key_value_heads(self) -> int:
+        return self.kv_heads or self.num_heads
 
     @property
     def head_dim_k(self) -> int:

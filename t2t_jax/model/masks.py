@@ -15,12 +15,18 @@ def segments_from_tokens(tokens, pad_id: int):
     return (tokens != pad_id).astype(jnp.int32)
 
 
-def attention_bias(query_segments, key_segments, causal: bool = False):
-    """[batch, 1, q_len, k_len] float32 bias: 0 where attending is allowed, NEG_INF elsewhere."""
+def attention_bias(query_segments, key_segments, causal: bool = False, window: int = 0):
+    """[batch, 1, q_len, k_len] float32 bias: 0 where attending is allowed, NEG_INF elsewhere.
+
+    ``window`` > 0 (self-attention only) also hides keys more than ``window`` positions away
+    (segments are contiguous, so row distance is distance within the segment)."""
     allowed = (query_segments[:, :, None] == key_segments[:, None, :]) & (key_segments[:, None, :] != 0)
+    q_len, k_len = query_segments.shape[1], key_segments.shape[1]
+    distance = jnp.arange(q_len)[:, None] - jnp.arange(k_len)[None, :]
     if causal:
-        q_len, k_len = query_segments.shape[1], key_segments.shape[1]
-        allowed = allowed & (jnp.arange(q_len)[:, None] >= jnp.arange(k_len)[None, :])
+        allowed = allowed & (distance >= 0)
+    if window:
+        allowed = allowed & (jnp.abs(distance) <= window)
     return jnp.where(allowed, 0.0, NEG_INF).astype(jnp.float32)[:, None]
 
 

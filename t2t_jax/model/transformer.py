@@ -68,7 +68,7 @@ class Encoder(nn.Module):
         cfg = self.config
         x = PositionSignal(cfg, name="pos_embed")(self.embed(inputs), positions)
         x = Dropout(cfg.dropout)(x, rows)
-        bias = masks.attention_bias(segments, segments)
+        bias = masks.attention_bias(segments, segments, window=cfg.local_window)
         for i in range(cfg.encoder_layers):
             x = EncoderLayer(cfg, name=f"layer_{i}")(x, bias, rows)
         if cfg.ln == "pre":
@@ -88,7 +88,7 @@ class Decoder(nn.Module):
         y = PositionSignal(cfg, name="pos_embed")(self.embed(decoder_inputs), positions)
         y = Dropout(cfg.dropout)(y, rows)
         if cache_index is None:
-            self_bias = masks.attention_bias(segments, segments, causal=True)
+            self_bias = masks.attention_bias(segments, segments, causal=True, window=cfg.local_window)
         else:
             self_bias = None  # the cached self-attention builds its own "up to cache_index" mask
         cross_bias = masks.attention_bias(segments, input_segments)
