@@ -50,3 +50,9 @@ def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
                                "--beam", "0"], capture_output=True, text=True, timeout=300)
     assert evaluate.returncode == 0 and "sacreBLEU 100.00" in evaluate.stdout, evaluate.stdout + evaluate.stderr
     assert (workdir / "eval" / "test.en.latest.json").exists()
+    maps = subprocess.run([sys.executable, "-m", "t2t_jax.visualize", "--workdir", str(workdir), "--sentence",
+                           "a b c d"], capture_output=True, text=True, timeout=300)
+    assert maps.returncode == 0 and "translation: D C B A" in maps.stdout, maps.stdout + maps.stderr
+    pngs = sorted((workdir / "attention").glob("*.png"))
+    assert len(pngs) == 6  # 2 encoder self + 2 decoder self + 2 decoder cross layers
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)

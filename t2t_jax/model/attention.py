@@ -118,6 +118,10 @@ class MultiHeadAttention(nn.Module):
 
     def _attend(self, query, key, value, bias, rows):
         cfg = self.config
+        if self.is_mutable_collection("intermediates"):  # attention maps for t2t_jax.visualize
+            weights = attention_weights(query, key, bias, scale=query.shape[-1] ** -0.5, dropout_rate=0.0,
+                                        dropout_rng=None, deterministic=True, dtype=cfg.dtype)
+            self.sow("intermediates", "attention_weights", weights)
         dropout_rng = None
         if rows is not None and cfg.attention_dropout > 0.0:
             dropout_rng = (self.make_rng("dropout"), rows)
