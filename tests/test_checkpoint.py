@@ -1,6 +1,5 @@
 """Checkpoints: exact resume after kill -9, SIGTERM save, topology change, averaging, damage, eviction."""
 import os
-import pathlib
 import re
 import signal
 import subprocess

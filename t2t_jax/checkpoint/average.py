@@ -9,7 +9,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from t2t_jax.checkpoint.manager import LATEST_DIR
-from t2t_jax.checkpoint.params import _restore_tree, save_params
+from t2t_jax.checkpoint.params import restore_params_tree, save_params
 from t2t_jax.model.config import ConfigError
 
 
@@ -23,7 +23,7 @@ def average_last(workdir, last: int, out_dir, log=print) -> list[int]:
     chosen = steps[-last:]
     total = None
     for step in chosen:
-        _, params = _restore_tree(directory, step)
+        _, params = restore_params_tree(directory, step)
         params = jax.tree_util.tree_map(lambda x: np.asarray(x, np.float32), params)
         total = params if total is None else jax.tree_util.tree_map(np.add, total, params)
         log(f"read step {step}")

@@ -9,7 +9,6 @@ target that carries the *current* sharding, so 8-device checkpoints load on 1.
 """
 from __future__ import annotations
 
-import json
 import pathlib
 import time
 from typing import Callable, Optional
@@ -51,7 +50,7 @@ class Checkpointer:
         by_time = self.every_minutes and time.monotonic() - self.last_save_time >= 60 * self.every_minutes
         return bool(by_steps or by_time)
 
-    def save(self, step: int, state, data_state: dict, config_dict: dict, force: bool = False) -> None:
+    def save(self, step: int, state, data_state: dict, config_dict: dict) -> None:
         if step in self.latest.all_steps():
             return
         self.latest.save(step, args=_save_args(state, data_state, config_dict), force=True)
@@ -121,7 +120,3 @@ def check_compatible(saved: dict, current: dict) -> None:
                             for k in differing)
         raise ConfigError(f"the workdir holds checkpoints of a different model ({details}); use a new workdir "
                           f"or the saved config")
-
-
-def read_config(workdir) -> dict:
-    return json.loads((pathlib.Path(workdir) / "config.json").read_text())

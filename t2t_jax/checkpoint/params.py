@@ -17,7 +17,7 @@ from t2t_jax.model.config import ConfigError
 AVERAGED_DIR = "averaged"
 
 
-def _restore_tree(directory: pathlib.Path, step=None):
+def restore_params_tree(directory: pathlib.Path, step=None):
     manager = ocp.CheckpointManager(directory.absolute(), options=ocp.CheckpointManagerOptions(read_only=True))
     steps = manager.all_steps()
     if not steps:
@@ -36,10 +36,10 @@ def load_params(workdir, which: str = "latest"):
     workdir = pathlib.Path(workdir)
     if which in ("latest", "best", "averaged"):
         directory = {"latest": LATEST_DIR, "best": BEST_DIR, "averaged": AVERAGED_DIR}[which]
-        return _restore_tree(workdir / directory)
+        return restore_params_tree(workdir / directory)
     if not which.isdigit():
         raise ConfigError(f"--checkpoint {which!r}: use latest, best, averaged or a step number")
-    return _restore_tree(workdir / LATEST_DIR, int(which))
+    return restore_params_tree(workdir / LATEST_DIR, int(which))
 
 
 def save_params(out_dir, step: int, params, config_dict: dict, workdir=None) -> None:

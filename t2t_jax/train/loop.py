@@ -85,7 +85,6 @@ def train(config, workdir: str, printer=print) -> dict:
             pending.append(sums)
             if step % config.train.log_every == 0 or step == config.train.steps:
                 metrics = summarize(_sum_metrics(pending))
-                pending = pending[-1:]
                 lr = float(schedule(step - 1))
                 metrics.update(progress.report(step, metrics, lr), step=step, lr=lr)
                 history.append({"split": "train", **metrics})

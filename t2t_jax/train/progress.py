@@ -19,7 +19,6 @@ class Progress:
         self.printer = printer
         self.last_time = time.perf_counter()
         self.last_step = start_step
-        self.start_time = self.last_time
 
     def report(self, step: int, metrics: dict, lr: float) -> dict:
         now = time.perf_counter()
