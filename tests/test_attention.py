@@ -91,3 +91,47 @@ def test_local_window_covering_everything_is_dot_product_and_small_window_is_loc
     cached, _ = translate_ids(params, src, cfg=local, beam=0)
     full, _ = greedy_uncached(params, src, cfg=local)
     np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
+
+
+def test_additive_equals_numpy_reference_and_works_in_the_model(tiny_config):
+    from t2t_jax.model.attention import additive
+    from t2t_jax.train.state import init_params
+
+    q, k, v = qkv(3)
+    w = np.random.default_rng(4).normal(size=(3, 4)).astype(np.float32)
+    segments = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.int32)
+    bias = attention_bias(segments, segments, causal=True)
+    logits = np.einsum("bqkhd,hd->bhqk", np.tanh(q[:, :, None] + k[:, None]), w)
+    logits = np.where(np.asarray(bias) == 0, logits, -1e30)
+    weights = np.exp(logits - logits.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    want = np.einsum("bhqk,bkhd->bqhd", weights, v)
+    got = np.asarray(additive(q, k, v, bias, v=w))
+    real = segments.astype(bool)
+    np.testing.assert_allclose(got[real], want[real], atol=1e-5)
+    cfg = dataclasses.replace(tiny_config, attention="additive")
+    params = init_params(cfg, 0)
+    assert params["encoder"]["layer_0"]["self_attn"]["additive_v"].shape == (4, 8)
+    src = np.random.default_rng(5).integers(3, 40, (2, 6)).astype(np.int32)
+    src[1, 4:] = 0
+    cached, _ = translate_ids(params, src, cfg=cfg, beam=0)
+    full, _ = greedy_uncached(params, src, cfg=cfg)
+    np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
+
+
+@pytest.mark.parametrize("variant", [{"attention": "additive"}, {"attention": "fused"}, {"kv_heads": 1},
+                                     {"local_window": 2}, {"attention": "dot_product_unscaled"}])
+def test_every_variant_is_causal_and_padding_invariant(tiny_config, variant):
+    from t2t_jax.train.state import init_params
+
+    cfg = dataclasses.replace(tiny_config, **variant)
+    params = init_params(cfg, 1)
+    rng = np.random.default_rng(6)
+    src, tgt = rng.integers(3, 40, (2, 6)).astype(np.int32), rng.integers(3, 40, (2, 7)).astype(np.int32)
+    src[1, 4:] = 0
+    base = logits_of(cfg, params, src, tgt)
+    changed = tgt.copy()
+    changed[:, 4:] = rng.integers(3, 40, (2, 3))
+    np.testing.assert_allclose(logits_of(cfg, params, src, changed)[:, :5], base[:, :5], atol=1e-5)
+    padded = logits_of(cfg, params, np.pad(src, ((0, 0), (0, 3))), np.pad(tgt, ((0, 0), (0, 2))))
+    np.testing.assert_allclose(padded[:, :7], base, atol=1e-5)

@@ -73,6 +73,11 @@ def main(argv=None):
         cfg, params, tokenizer, _, _ = load_for_inference(args.workdir, args.checkpoint)
     except ConfigError as error:
         fail(str(error))
+    from t2t_jax.model.attention import DOT_PRODUCT_FAMILY
+
+    if cfg.attention not in DOT_PRODUCT_FAMILY:
+        fail(f"attention maps are drawn for the dot-product family {list(DOT_PRODUCT_FAMILY)}, "
+             f"not model.attention={cfg.attention!r}")
     inputs = tokenizer.encode(args.sentence)[None]
     output = np.asarray(translate_ids(params, inputs, cfg=cfg, beam=0)[0])[0, 0]
     output = output[: list(output).index(cfg.eos_id) + 1] if cfg.eos_id in output else output

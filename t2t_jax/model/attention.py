@@ -66,11 +66,29 @@ def fused(query, key, value, bias, *, dropout_rate=0.0, dropout_rng=None, determ
     return out.astype(dtype)
 
 
+def additive(query, key, value, bias, *, v, dropout_rate=0.0, dropout_rng=None, deterministic=True,
+             dtype="float32"):
+    """Additive (Bahdanau) attention per head, the alternative §3.2.1 compares against:
+    e_ij = vᵀ tanh(q_i + k_j) with q, k the projected queries/keys and v a learned [heads, d_k]."""
+    hidden = jnp.tanh(query.astype(jnp.float32)[:, :, None] + key.astype(jnp.float32)[:, None])  # [b, q, k, h, d]
+    logits = jnp.einsum("bqkhd,hd->bhqk", hidden, v)
+    if bias is not None:
+        logits = logits + bias
+    weights = jax.nn.softmax(logits, axis=-1)
+    if not deterministic and dropout_rate > 0.0:
+        key_, rows = dropout_rng
+        keep = row_keep_mask(key_, rows, weights.shape, dropout_rate)
+        weights = jnp.where(keep, weights / (1.0 - dropout_rate), 0.0)
+    return precision.einsum("bhqk,bkhd->bqhd", weights, value, dtype)
+
+
 ATTENTION_FUNCTIONS = {
     "dot_product": dot_product,
     "dot_product_unscaled": dot_product_unscaled,
     "fused": fused,
+    "additive": additive,
 }
+DOT_PRODUCT_FAMILY = ("dot_product", "dot_product_unscaled", "fused")
 
 
 class MultiHeadAttention(nn.Module):
@@ -118,7 +136,11 @@ class MultiHeadAttention(nn.Module):
 
     def _attend(self, query, key, value, bias, rows):
         cfg = self.config
-        if self.is_mutable_collection("intermediates"):  # attention maps for t2t_jax.visualize
+        extra = {}
+        if cfg.attention == "additive":
+            extra["v"] = self.param("additive_v", nn.initializers.normal(stddev=query.shape[-1] ** -0.5),
+                                    (cfg.num_heads, query.shape[-1]), jnp.float32)
+        if self.is_mutable_collection("intermediates") and cfg.attention in DOT_PRODUCT_FAMILY:  # for visualize
             weights = attention_weights(query, key, bias, scale=query.shape[-1] ** -0.5, dropout_rate=0.0,
                                         dropout_rng=None, deterministic=True, dtype=cfg.dtype)
             self.sow("intermediates", "attention_weights", weights)
@@ -127,7 +149,7 @@ class MultiHeadAttention(nn.Module):
             dropout_rng = (self.make_rng("dropout"), rows)
         attend = ATTENTION_FUNCTIONS[cfg.attention]
         return attend(query, key, value, bias, dropout_rate=cfg.attention_dropout, dropout_rng=dropout_rng,
-                      deterministic=rows is None, dtype=cfg.dtype)
+                      deterministic=rows is None, dtype=cfg.dtype, **extra)
 
     def _attend_cached(self, query, key_t, value_t, bias):
         """Attention of one decode step on caches in dot-ready layouts (keys [b, h, d, len], values
