@@ -120,6 +120,7 @@ def test_additive_equals_numpy_reference_and_works_in_the_model(tiny_config):
 
 
 @pytest.mark.parametrize("variant", [{"attention": "additive"}, {"attention": "fused"}, {"kv_heads": 1},
+                                     {"attention": "relative", "positions": "none", "relative_clip": 2},
                                      {"local_window": 2}, {"attention": "dot_product_unscaled"}])
 def test_every_variant_is_causal_and_padding_invariant(tiny_config, variant):
     from t2t_jax.train.state import init_params
@@ -135,3 +136,30 @@ def test_every_variant_is_causal_and_padding_invariant(tiny_config, variant):
     np.testing.assert_allclose(logits_of(cfg, params, src, changed)[:, :5], base[:, :5], atol=1e-5)
     padded = logits_of(cfg, params, np.pad(src, ((0, 0), (0, 3))), np.pad(tgt, ((0, 0), (0, 2))))
     np.testing.assert_allclose(padded[:, :7], base, atol=1e-5)
+
+
+def test_relative_with_clip_zero_is_content_attention_plus_a_learned_constant():
+    from t2t_jax.model.attention import relative
+
+    q, k, v = qkv(7)
+    rng = np.random.default_rng(8)
+    rel_key, rel_value = rng.normal(size=(1, 4)).astype(np.float32), rng.normal(size=(1, 4)).astype(np.float32)
+    segments = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], np.int32)
+    bias = attention_bias(segments, segments, causal=True)
+    got = np.asarray(relative(q, k, v, bias, rel_key=rel_key, rel_value=rel_value))
+    want = np.asarray(dot_product(q, k, v, bias)) + rel_value[0]
+    real = segments.astype(bool)
+    np.testing.assert_allclose(got[real], want[real], atol=1e-5)
+
+
+def test_relative_decodes_with_cache_and_leaves_cross_attention_alone(tiny_config):
+    from t2t_jax.train.state import init_params
+
+    cfg = dataclasses.replace(tiny_config, attention="relative", positions="none", relative_clip=3)
+    params = init_params(cfg, 2)
+    assert "relative_key" in params["decoder"]["layer_0"]["self_attn"]
+    assert "relative_key" not in params["decoder"]["layer_0"]["cross_attn"]
+    src = np.random.default_rng(9).integers(3, 40, (2, 7)).astype(np.int32)
+    cached, _ = translate_ids(params, src, cfg=cfg, beam=0)
+    full, _ = greedy_uncached(params, src, cfg=cfg)
+    np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))

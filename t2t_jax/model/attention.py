@@ -91,6 +91,31 @@ ATTENTION_FUNCTIONS = {
 DOT_PRODUCT_FAMILY = ("dot_product", "dot_product_unscaled", "fused")
 
 
+def relative(query, key, value, bias, *, rel_key, rel_value, query_offset=0, dropout_rate=0.0, dropout_rng=None,
+             deterministic=True, dtype="float32"):
+    """Relative position representations (Shaw et al. 2018; T2T ``dot_product_relative``): learned
+    [2k+1, d] key and value embeddings of the clipped distance j - i, shared across heads."""
+    clip = (rel_key.shape[0] - 1) // 2
+    q_pos = query_offset + jnp.arange(query.shape[1])
+    distance = jnp.clip(jnp.arange(key.shape[1])[None, :] - q_pos[:, None], -clip, clip) + clip  # [q, k]
+    scale = query.shape[-1] ** -0.5
+    q32 = query.astype(jnp.float32) * scale
+    logits = jnp.einsum("bqhd,bkhd->bhqk", q32, key.astype(jnp.float32))
+    logits = logits + jnp.einsum("bqhd,qkd->bhqk", q32, rel_key[distance])
+    if bias is not None:
+        logits = logits + bias
+    weights = jax.nn.softmax(logits, axis=-1)
+    if not deterministic and dropout_rate > 0.0:
+        key_, rows = dropout_rng
+        keep = row_keep_mask(key_, rows, weights.shape, dropout_rate)
+        weights = jnp.where(keep, weights / (1.0 - dropout_rate), 0.0)
+    out = jnp.einsum("bhqk,bkhd->bqhd", weights, value.astype(jnp.float32))
+    return (out + jnp.einsum("bhqk,qkd->bqhd", weights, rel_value[distance])).astype(dtype)
+
+
+ATTENTION_FUNCTIONS["relative"] = relative
+
+
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1..h) W^O, no biases on the projections (DESIGN.md).
 
@@ -99,6 +124,7 @@ class MultiHeadAttention(nn.Module):
     """
 
     config: ModelConfig
+    self_attention: bool = False  # relative positions apply to self-attention only
 
     @nn.compact
     def __call__(self, inputs_q, inputs_kv, bias, rows, decode: Optional[str] = None, cache_index=None,
@@ -120,7 +146,7 @@ class MultiHeadAttention(nn.Module):
             else:
                 key_t, value_t, bias = self._self_cache(key_proj(inputs_kv), value_proj(inputs_kv), cache_index,
                                                         cache_length)
-            out = self._attend_cached(query, self._share(key_t), self._share(value_t), bias)
+            out = self._attend_cached(query, self._share(key_t), self._share(value_t), bias, cache_index)
         else:
             out = self._attend(query, self._share(key_proj(inputs_kv), axis=2), self._share(value_proj(inputs_kv), axis=2),
                                bias, rows)
@@ -134,10 +160,18 @@ class MultiHeadAttention(nn.Module):
         groups = self.config.num_heads // self.config.key_value_heads
         return x if groups == 1 else jnp.repeat(x, groups, axis=axis)
 
-    def _attend(self, query, key, value, bias, rows):
+    def _attend(self, query, key, value, bias, rows, query_offset=0):
         cfg = self.config
-        extra = {}
-        if cfg.attention == "additive":
+        extra, name = {}, cfg.attention
+        if name == "relative" and not self.self_attention:
+            name = "dot_product"
+        if name == "relative":
+            length = 2 * cfg.relative_clip + 1
+            init = nn.initializers.normal(stddev=query.shape[-1] ** -0.5)
+            extra = {"rel_key": self.param("relative_key", init, (length, query.shape[-1]), jnp.float32),
+                     "rel_value": self.param("relative_value", init, (length, value.shape[-1]), jnp.float32),
+                     "query_offset": query_offset}
+        if name == "additive":
             extra["v"] = self.param("additive_v", nn.initializers.normal(stddev=query.shape[-1] ** -0.5),
                                     (cfg.num_heads, query.shape[-1]), jnp.float32)
         if self.is_mutable_collection("intermediates") and cfg.attention in DOT_PRODUCT_FAMILY:  # for visualize
@@ -147,11 +181,11 @@ class MultiHeadAttention(nn.Module):
         dropout_rng = None
         if rows is not None and cfg.attention_dropout > 0.0:
             dropout_rng = (self.make_rng("dropout"), rows)
-        attend = ATTENTION_FUNCTIONS[cfg.attention]
+        attend = ATTENTION_FUNCTIONS[name]
         return attend(query, key, value, bias, dropout_rate=cfg.attention_dropout, dropout_rng=dropout_rng,
                       deterministic=rows is None, dtype=cfg.dtype, **extra)
 
-    def _attend_cached(self, query, key_t, value_t, bias):
+    def _attend_cached(self, query, key_t, value_t, bias, cache_index=None):
         """Attention of one decode step on caches in dot-ready layouts (keys [b, h, d, len], values
         [b, h, len, d]): with [b, len, h, d] caches XLA:CPU transposed every whole cache at every step."""
         cfg = self.config
@@ -162,7 +196,7 @@ class MultiHeadAttention(nn.Module):
             weights = jax.nn.softmax(logits + bias, axis=-1)
             return precision.einsum("bhqk,bhkd->bqhd", weights, value_t, cfg.dtype)
         key, value = key_t.transpose(0, 3, 1, 2), value_t.transpose(0, 2, 1, 3)  # registry layout
-        return self._attend(query, key, value, bias, None)
+        return self._attend(query, key, value, bias, None, query_offset=0 if cache_index is None else cache_index)
 
     def _self_cache(self, key, value, index, length):
         """Write this step's key/value at ``index`` of fixed-size caches (keys [b, h, d, length], values

@@ -29,6 +29,7 @@ class ModelConfig:
     d_k: int | None = None  # per-head query/key size; None = d_model // num_heads
     d_v: int | None = None  # per-head value size; None = d_model // num_heads
     kv_heads: int | None = None  # key/value heads: None = num_heads; 1 = multi-query; 1 < k < h = grouped-query
+    relative_clip: int = 16  # attention="relative": distances clipped to [-k, k] (Shaw et al. 2018)
     local_window: int = 0  # >0: self-attention sees only positions within this distance (Table 1, row 4)
     d_ff: int = 2048
     encoder_layers: int = 6
