@@ -94,12 +94,14 @@ def train(config, workdir: str, printer=print) -> dict:
                 metrics = evaluate(launcher, state.params, data.eval_batches)
                 say(f"eval step {step} | loss {metrics['loss']:.4f} | ppl {metrics['ppl']:.3f} | "
                     f"acc {metrics['accuracy']:.4f}", flush=True)
-                best_metric = -metrics["nll"]
-                if config.train.bleu_every and step % config.train.bleu_every == 0 and data.tokenizer:
+                bleu_enabled = bool(config.train.bleu_every and data.tokenizer)
+                best_metric = None if bleu_enabled else -metrics["nll"]  # the best slot keys on one metric
+                if bleu_enabled and step % config.train.bleu_every == 0:
                     metrics["bleu"] = best_metric = dev_bleu(config, cfg, launcher.get_state(state).params, data, say)
                 history.append({"split": "eval", "step": step, **metrics})
-                checkpointer.save_best(step, launcher.get_state(state), data.train.get_state(), config.to_dict(),
-                                       best_metric)
+                if best_metric is not None:
+                    checkpointer.save_best(step, launcher.get_state(state), data.train.get_state(),
+                                           config.to_dict(), best_metric)
             if checkpointer.due(step) or step == config.train.steps or preempted:
                 _check_finite(sums, step, config)
                 save(step)
