@@ -163,3 +163,27 @@ def test_relative_decodes_with_cache_and_leaves_cross_attention_alone(tiny_confi
     cached, _ = translate_ids(params, src, cfg=cfg, beam=0)
     full, _ = greedy_uncached(params, src, cfg=cfg)
     np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
+
+
+def test_per_sublayer_choice_and_named_aliases(tiny_config):
+    from t2t_jax.model.config import ConfigError
+    from t2t_jax.train.state import init_params
+
+    mixed = dataclasses.replace(tiny_config, attention="dot_product", decoder_self_attention="additive",
+                                cross_attention="dot_product_unscaled")
+    params = init_params(mixed, 0)
+    assert "additive_v" in params["decoder"]["layer_0"]["self_attn"]
+    assert "additive_v" not in params["encoder"]["layer_0"]["self_attn"]
+    assert [mixed.attention_function(k) for k in ("encoder_self", "decoder_self", "cross")] == [
+        "dot_product", "additive", "dot_product_unscaled"]
+    src = np.random.default_rng(10).integers(3, 40, (2, 6)).astype(np.int32)
+    cached, _ = translate_ids(params, src, cfg=mixed, beam=0)
+    full, _ = greedy_uncached(params, src, cfg=mixed)
+    np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
+    multi = dataclasses.replace(tiny_config, attention="multi_query")
+    assert init_params(multi, 0)["encoder"]["layer_0"]["self_attn"]["key"]["kernel"].shape[1] == 1
+    for bad, message in [({"attention": "local"}, "needs model.local_window > 0"),
+                         ({"attention": "grouped_query"}, "needs 1 < model.kv_heads"),
+                         ({"cross_attention": "local"}, "cross_attention = 'local': must be one of")]:
+        with pytest.raises(ConfigError, match=message):
+            dataclasses.replace(tiny_config, **bad)

@@ -13,7 +13,7 @@ import pathlib
 import numpy as np
 
 from t2t_jax.cli.common import fail, quiet_libraries
-from t2t_jax.model.config import ConfigError
+from t2t_jax.model.config import ATTENTION_KINDS, ConfigError
 
 KINDS = {("encoder", "self_attn"): "encoder_self", ("decoder", "self_attn"): "decoder_self",
          ("decoder", "cross_attn"): "decoder_cross"}
@@ -25,7 +25,8 @@ def attention_maps(params, cfg, inputs, targets):
 
     from t2t_jax.model import Transformer
 
-    explicit = dataclasses.replace(cfg, attention="dot_product") if cfg.attention == "fused" else cfg
+    explicit = dataclasses.replace(cfg, **{f"{kind}_attention": "dot_product" for kind in ATTENTION_KINDS
+                                           if cfg.attention_function(kind) == "fused"})
     _, state = Transformer(explicit).apply({"params": params}, inputs, targets, mutable=["intermediates"])
     maps = {}
     for path, value in flatten_dict(state["intermediates"]).items():
@@ -75,9 +76,9 @@ def main(argv=None):
         fail(str(error))
     from t2t_jax.model.attention import DOT_PRODUCT_FAMILY
 
-    if cfg.attention not in DOT_PRODUCT_FAMILY:
-        fail(f"attention maps are drawn for the dot-product family {list(DOT_PRODUCT_FAMILY)}, "
-             f"not model.attention={cfg.attention!r}")
+    others = {cfg.attention_function(kind) for kind in ATTENTION_KINDS} - set(DOT_PRODUCT_FAMILY)
+    if others:
+        fail(f"attention maps are drawn for the dot-product family {list(DOT_PRODUCT_FAMILY)}, not {sorted(others)}")
     inputs = tokenizer.encode(args.sentence)[None]
     output = np.asarray(translate_ids(params, inputs, cfg=cfg, beam=0)[0])[0, 0]
     output = output[: list(output).index(cfg.eos_id) + 1] if cfg.eos_id in output else output

@@ -30,8 +30,12 @@ def check_exportable(cfg: ModelConfig) -> None:
         reasons.append("pre-LN (Marian is post-LN only)")
     if cfg.positions != "sinusoidal":
         reasons.append(f"positions={cfg.positions!r} (Marian recomputes the paper's sinusoids on load)")
-    if cfg.attention != "dot_product":
-        reasons.append(f"attention={cfg.attention!r}")
+    from t2t_jax.model.config import ATTENTION_KINDS
+
+    if any(cfg.attention_function(kind) != "dot_product" for kind in ATTENTION_KINDS) or cfg.local_window:
+        reasons.append(f"attention={cfg.attention!r} (Marian has plain dot-product attention only)")
+    if cfg.key_value_heads != cfg.num_heads:
+        reasons.append("fewer key/value heads than query heads")
     if cfg.head_dim_k * cfg.num_heads != cfg.d_model or cfg.head_dim_v * cfg.num_heads != cfg.d_model:
         reasons.append("d_k or d_v other than d_model / heads")
     if cfg.d_model % 2:

@@ -124,7 +124,7 @@ class MultiHeadAttention(nn.Module):
     """
 
     config: ModelConfig
-    self_attention: bool = False  # relative positions apply to self-attention only
+    kind: str = "encoder_self"  # encoder_self | decoder_self | cross: picks the registry function
 
     @nn.compact
     def __call__(self, inputs_q, inputs_kv, bias, rows, decode: Optional[str] = None, cache_index=None,
@@ -162,9 +162,7 @@ class MultiHeadAttention(nn.Module):
 
     def _attend(self, query, key, value, bias, rows, query_offset=0):
         cfg = self.config
-        extra, name = {}, cfg.attention
-        if name == "relative" and not self.self_attention:
-            name = "dot_product"
+        extra, name = {}, cfg.attention_function(self.kind)
         if name == "relative":
             length = 2 * cfg.relative_clip + 1
             init = nn.initializers.normal(stddev=query.shape[-1] ** -0.5)
@@ -174,7 +172,7 @@ class MultiHeadAttention(nn.Module):
         if name == "additive":
             extra["v"] = self.param("additive_v", nn.initializers.normal(stddev=query.shape[-1] ** -0.5),
                                     (cfg.num_heads, query.shape[-1]), jnp.float32)
-        if self.is_mutable_collection("intermediates") and cfg.attention in DOT_PRODUCT_FAMILY:  # for visualize
+        if self.is_mutable_collection("intermediates") and name in DOT_PRODUCT_FAMILY:  # for visualize
             weights = attention_weights(query, key, bias, scale=query.shape[-1] ** -0.5, dropout_rate=0.0,
                                         dropout_rng=None, deterministic=True, dtype=cfg.dtype)
             self.sow("intermediates", "attention_weights", weights)
@@ -189,8 +187,9 @@ class MultiHeadAttention(nn.Module):
         """Attention of one decode step on caches in dot-ready layouts (keys [b, h, d, len], values
         [b, h, len, d]): with [b, len, h, d] caches XLA:CPU transposed every whole cache at every step."""
         cfg = self.config
-        if cfg.attention in ("dot_product", "dot_product_unscaled"):
-            scale = query.shape[-1] ** -0.5 if cfg.attention == "dot_product" else 1.0
+        name = cfg.attention_function(self.kind)
+        if name in ("dot_product", "dot_product_unscaled"):
+            scale = query.shape[-1] ** -0.5 if name == "dot_product" else 1.0
             logits = precision.einsum("bqhd,bhdk->bhqk", query * jnp.asarray(scale, query.dtype), key_t, cfg.dtype,
                                       jnp.float32)
             weights = jax.nn.softmax(logits + bias, axis=-1)

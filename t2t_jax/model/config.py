@@ -13,6 +13,8 @@ LN_PLACEMENTS = ("post", "pre")
 POSITION_KINDS = ("sinusoidal", "concat", "learned", "none")
 DTYPES = ("float32", "bfloat16")
 ACTIVATIONS = ("relu", "swish")
+ATTENTION_ALIASES = ("local", "multi_query", "grouped_query")  # dot_product + local_window / kv_heads
+ATTENTION_KINDS = ("encoder_self", "decoder_self", "cross")
 
 
 class ConfigError(ValueError):
@@ -40,7 +42,10 @@ class ModelConfig:
     ln: str = "post"
     ln_epsilon: float = 1e-6
     positions: str = "sinusoidal"
-    attention: str = "dot_product"
+    attention: str = "dot_product"  # a registry function, or local / multi_query / grouped_query (dot_product +)
+    encoder_self_attention: str | None = None  # per-sublayer registry function; None = model.attention
+    decoder_self_attention: str | None = None
+    cross_attention: str | None = None
     activation: str = "relu"  # FFN nonlinearity; "swish" for imported OPUS-MT (Marian) models
     attention_bias: bool = False  # biases on q/k/v/o projections (the paper has none; Marian has them)
     logits_bias: bool = False  # a bias on the pre-softmax logits (Marian's final_logits_bias)
@@ -75,13 +80,34 @@ class ModelConfig:
         _check_choice("activation", self.activation, ACTIVATIONS)
         from t2t_jax.model import attention  # local import: registry lives with the functions
 
-        _check_choice("attention", self.attention, tuple(attention.ATTENTION_FUNCTIONS))
+        functions = tuple(attention.ATTENTION_FUNCTIONS)
+        _check_choice("attention", self.attention, functions + ATTENTION_ALIASES)
+        for kind in ATTENTION_KINDS:
+            if getattr(self, f"{kind}_attention") is not None:
+                _check_choice(f"{kind}_attention", getattr(self, f"{kind}_attention"), functions)
+        if self.attention == "local" and self.local_window <= 0:
+            raise ConfigError("model.attention = 'local' needs model.local_window > 0 (the neighbourhood size r)")
+        if self.attention == "grouped_query" and not (self.kv_heads and 1 < self.kv_heads < self.num_heads):
+            raise ConfigError("model.attention = 'grouped_query' needs 1 < model.kv_heads < model.num_heads")
+        if self.attention == "multi_query" and self.kv_heads not in (None, 1):
+            raise ConfigError("model.attention = 'multi_query' means model.kv_heads = 1")
         if self.pad_id == self.eos_id:
             raise ConfigError("model.pad_id and model.eos_id must differ")
 
     @property
     def key_value_heads(self) -> int:
-        return self.kv_heads or self.num_heads
+        return 1 if self.attention == "multi_query" else (self.kv_heads or self.num_heads)
+
+    def attention_function(self, kind: str) -> str:
+        """Registry function of one kind of sublayer (encoder_self, decoder_self, cross)."""
+        chosen = getattr(self, f"{kind}_attention")
+        if chosen is not None:
+            return chosen
+        if self.attention in ATTENTION_ALIASES:
+            return "dot_product"
+        if self.attention == "relative" and kind == "cross":
+            return "dot_product"  # relative positions between two sequences are undefined
+        return self.attention
 
     @property
     def head_dim_k(self) -> int:

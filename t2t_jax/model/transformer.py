@@ -25,7 +25,7 @@ class EncoderLayer(nn.Module):
     @nn.compact
     def __call__(self, x, self_bias, rows):
         cfg = self.config
-        attn = MultiHeadAttention(cfg, self_attention=True, name="self_attn")
+        attn = MultiHeadAttention(cfg, kind="encoder_self", name="self_attn")
         ffn = FeedForward(cfg, name="ffn")
         x = _residual(self, "ln_attn", x, lambda y: attn(y, y, self_bias, rows), rows)
         return _residual(self, "ln_ffn", x, lambda y: ffn(y, rows), rows)
@@ -38,8 +38,8 @@ class DecoderLayer(nn.Module):
     def __call__(self, x, encoded, self_bias, cross_bias, rows, cache_index=None, cache_length=0):
         cfg = self.config
         decoding = cache_index is not None
-        self_attn = MultiHeadAttention(cfg, self_attention=True, name="self_attn")
-        cross_attn = MultiHeadAttention(cfg, name="cross_attn")
+        self_attn = MultiHeadAttention(cfg, kind="decoder_self", name="self_attn")
+        cross_attn = MultiHeadAttention(cfg, kind="cross", name="cross_attn")
         ffn = FeedForward(cfg, name="ffn")
         x = _residual(self, "ln_self", x, lambda y: self_attn(
             y, y, self_bias, rows, decode="self" if decoding else None, cache_index=cache_index,
