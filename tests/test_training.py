@@ -18,6 +18,7 @@ def test_smoke_config_learns_reversal_to_99_percent(tmp_path):
     assert summary["wall_seconds"] < 60
     assert any("tok/s" in line and "ETA" in line for line in lines)
     assert (tmp_path / "summary.json").exists() and (tmp_path / "config.json").exists()
+    assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def run_steps(config, steps):

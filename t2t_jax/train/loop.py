@@ -13,6 +13,7 @@ from t2t_jax.config import model_config
 from t2t_jax.data.sources import make_data
 from t2t_jax.model import Transformer
 from t2t_jax.train import distributed
+from t2t_jax.train.curves import plot_curves
 from t2t_jax.train.loss import summarize
 from t2t_jax.train.parallel import host_tree, make_launcher
 from t2t_jax.train.preemption import preemption_flag
@@ -150,6 +151,7 @@ def _summarize_run(workdir, lead, step, start, started, history, state, say):
             for entry in history:
                 log.write(json.dumps(entry) + "\n")
         (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
+        plot_curves(workdir)
     last = f" | eval loss {evals[-1]['loss']:.4f} | eval acc {evals[-1]['accuracy']:.4f}" if evals else ""
     say(f"done: step {step} in {format_duration(wall)}{last} | summary in {workdir / 'summary.json'}", flush=True)
     summary["state"] = state
