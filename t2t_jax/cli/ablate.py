@@ -36,7 +36,7 @@ def row_overrides(row: str, rows: dict) -> list[str]:
     return [f"--config.{key}={value}" for key, value in rows[row].items()]
 
 
-def run_row(row, base_config, overrides, steps, workdir, bleu_sentences, say):
+def run_row(row, base_config, overrides, steps, workdir, bleu_sentences, say, changes="-"):
     from t2t_jax.train.loop import train
 
     config = load_config(base_config, overrides + [f"--config.train.steps={steps}",
@@ -47,7 +47,7 @@ def run_row(row, base_config, overrides, steps, workdir, bleu_sentences, say):
     summary = train(config, str(workdir), printer=lambda *a, **k: None)
     final = summary["final_eval"]
     speeds = [h["tokens_per_s"] for h in summary["history"] if h["split"] == "train"][1:]  # skip compile
-    result = {"row": row, "changes": " ".join(o.removeprefix("--config.") for o in overrides) or "-",
+    result = {"row": row, "changes": changes,
               "params_m": summary["params"] / 1e6, "dev_ppl": math.exp(final["nll"]),
               "dev_bleu": final.get("bleu"), "tokens_per_s": sum(speeds) / len(speeds) if speeds else None}
     say(f"{row}: {result}", flush=True)
@@ -83,8 +83,12 @@ def main(argv=None):
     workdir = pathlib.Path(args.workdir)
     try:
         rows = select_rows(args.rows, table["ROWS"])
-        results = [run_row(row, args.base_config, base_overrides + row_overrides(row, table["ROWS"]), args.steps,
-                           workdir / row, args.bleu_sentences, print) for row in rows]
+        results = []
+        for row in rows:
+            delta = row_overrides(row, table["ROWS"])
+            changes = " ".join(o.removeprefix("--config.") for o in delta) or "-"
+            results.append(run_row(row, args.base_config, base_overrides + delta, args.steps, workdir / row,
+                                   args.bleu_sentences, print, changes))
     except ConfigError as error:
         fail(str(error))
     command = "python -m t2t_jax.ablate " + " ".join(argv if argv is not None else __import__("sys").argv[1:])
