@@ -114,7 +114,8 @@ def marian_config(cfg: ModelConfig) -> dict:
         "decoder_attention_heads": cfg.num_heads, "encoder_ffn_dim": cfg.d_ff, "decoder_ffn_dim": cfg.d_ff,
         "activation_function": cfg.activation, "max_position_embeddings": cfg.max_len, "scale_embedding": True,
         "pad_token_id": cfg.pad_id, "eos_token_id": cfg.eos_id, "decoder_start_token_id": cfg.pad_id,
-        "forced_eos_token_id": cfg.eos_id, "share_encoder_decoder_embeddings": True, "tie_word_embeddings": True,
+        # No forced_eos_token_id: like t2t_jax, a hypothesis cut at max length keeps its last token.
+        "forced_eos_token_id": None, "share_encoder_decoder_embeddings": True, "tie_word_embeddings": True,
         "dropout": cfg.dropout, "attention_dropout": cfg.attention_dropout, "activation_dropout": cfg.relu_dropout,
         "num_beams": 4, "max_length": cfg.max_len, "is_encoder_decoder": True,
     }
