@@ -187,3 +187,23 @@ def test_per_sublayer_choice_and_named_aliases(tiny_config):
                          ({"cross_attention": "local"}, "cross_attention = 'local': must be one of")]:
         with pytest.raises(ConfigError, match=message):
             dataclasses.replace(tiny_config, **bad)
+
+
+@pytest.mark.parametrize("variant", [{"attention": "additive"}, {"attention": "relative", "positions": "none"},
+                                     {"attention": "fused"}, {"kv_heads": 2}, {"local_window": 2}])
+def test_every_variant_packed_equals_each_example_alone(tiny_config, variant):
+    from t2t_jax.data.packing import RowPacker
+    from t2t_jax.train.state import init_params
+
+    cfg = dataclasses.replace(tiny_config, **variant)
+    params = init_params(cfg, 4)
+    rng = np.random.default_rng(11)
+    packer = RowPacker(rows=1, length=24)
+    examples = [(np.append(rng.integers(3, 40, n), 1).astype(np.int32),
+                 np.append(rng.integers(3, 40, n + 1), 1).astype(np.int32)) for n in (4, 6, 5)]
+    assert all(packer.add(s, t) for s, t in examples)
+    batch = packer.batch
+    packed = np.asarray(Transformer(cfg).apply({"params": params}, **batch))[0]
+    for segment, (src, tgt) in enumerate(examples, start=1):
+        alone = logits_of(cfg, params, src[None], tgt[None])[0]
+        np.testing.assert_allclose(packed[batch["targets_segmentation"][0] == segment], alone, atol=2e-5)
