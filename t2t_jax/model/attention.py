@@ -25,6 +25,11 @@ def attention_weights(query, key, bias, *, scale, dropout_rate, dropout_rng, det
     """softmax(q·kᵀ·scale + bias) in float32, with optional dropout on the weights."""
     logits = precision.einsum("bqhd,bkhd->bhqk", query * jnp.asarray(scale, query.dtype), key,
                               dtype, jnp.float32)
+    return softmax_weights(logits, bias, dropout_rate, dropout_rng, deterministic)
+
+
+def softmax_weights(logits, bias, dropout_rate, dropout_rng, deterministic):
+    """softmax(logits + bias) in float32, then weight dropout keyed per example (dropout.py)."""
     if bias is not None:
         logits = logits + bias
     weights = jax.nn.softmax(logits, axis=-1)
@@ -72,13 +77,7 @@ def additive(query, key, value, bias, *, v, dropout_rate=0.0, dropout_rng=None, 
     e_ij = vᵀ tanh(q_i + k_j) with q, k the projected queries/keys and v a learned [heads, d_k]."""
     hidden = jnp.tanh(query.astype(jnp.float32)[:, :, None] + key.astype(jnp.float32)[:, None])  # [b, q, k, h, d]
     logits = jnp.einsum("bqkhd,hd->bhqk", hidden, v)
-    if bias is not None:
-        logits = logits + bias
-    weights = jax.nn.softmax(logits, axis=-1)
-    if not deterministic and dropout_rate > 0.0:
-        key_, rows = dropout_rng
-        keep = row_keep_mask(key_, rows, weights.shape, dropout_rate)
-        weights = jnp.where(keep, weights / (1.0 - dropout_rate), 0.0)
+    weights = softmax_weights(logits, bias, dropout_rate, dropout_rng, deterministic)
     return precision.einsum("bhqk,bkhd->bqhd", weights, value, dtype)
 
 
@@ -102,13 +101,7 @@ def relative(query, key, value, bias, *, rel_key, rel_value, query_offset=0, dro
     q32 = query.astype(jnp.float32) * scale
     logits = jnp.einsum("bqhd,bkhd->bhqk", q32, key.astype(jnp.float32))
     logits = logits + jnp.einsum("bqhd,qkd->bhqk", q32, rel_key[distance])
-    if bias is not None:
-        logits = logits + bias
-    weights = jax.nn.softmax(logits, axis=-1)
-    if not deterministic and dropout_rate > 0.0:
-        key_, rows = dropout_rng
-        keep = row_keep_mask(key_, rows, weights.shape, dropout_rate)
-        weights = jnp.where(keep, weights / (1.0 - dropout_rate), 0.0)
+    weights = softmax_weights(logits, bias, dropout_rate, dropout_rng, deterministic)
     out = jnp.einsum("bhqk,bkhd->bqhd", weights, value.astype(jnp.float32))
     return (out + jnp.einsum("bhqk,qkd->bqhd", weights, rel_value[distance])).astype(dtype)
 
