@@ -18,6 +18,14 @@ def decode_length(cfg: ModelConfig, source_len: int) -> int:
     return min(source_len + EXTRA_LENGTH, cfg.max_len)
 
 
+def _encode(model, params, inputs, cfg: ModelConfig):
+    """(source segments, encoder output, static output length, per-sentence limits = length + 50)."""
+    segments = (inputs != cfg.pad_id).astype(jnp.int32)
+    encoded = model.apply({"params": params}, inputs, segments, method=Transformer.encode)
+    max_len = decode_length(cfg, inputs.shape[1])
+    return segments, encoded, max_len, jnp.minimum(segments.sum(-1) + EXTRA_LENGTH, max_len)
+
+
 def _step_fn(model, params, encoded, input_segments, cache_length):
     def step(cache, tokens, index):
         variables = {"params": params} if cache is None else {"params": params, "cache": cache}
@@ -33,10 +41,7 @@ def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: flo
     """Token ids [batch, beam, L] best first and their scores [batch, beam] (beam 0 = greedy search);
     the first ``nbest`` hypotheses are exact."""
     model = Transformer(cfg)
-    segments = (inputs != cfg.pad_id).astype(jnp.int32)
-    encoded = model.apply({"params": params}, inputs, segments, method=Transformer.encode)
-    max_len = decode_length(cfg, inputs.shape[1])
-    max_lengths = jnp.minimum(segments.sum(-1) + EXTRA_LENGTH, max_len)
+    segments, encoded, max_len, max_lengths = _encode(model, params, inputs, cfg)
     batch = inputs.shape[0]
     if beam == 0:
         step = _step_fn(model, params, encoded, segments, max_len)
@@ -51,12 +56,8 @@ def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: flo
 def greedy_uncached(params, inputs, *, cfg: ModelConfig):
     """Greedy decoding by re-running the full decoder on the whole prefix every step (reference/bench)."""
     model = Transformer(cfg)
-    max_len = decode_length(cfg, inputs.shape[1])
-    segments = (inputs != cfg.pad_id).astype(jnp.int32)
-    encoded = model.apply({"params": params}, inputs, segments, method=Transformer.encode)
-    max_lengths = jnp.minimum(segments.sum(-1) + EXTRA_LENGTH, max_len)
+    segments, encoded, max_len, max_lengths = _encode(model, params, inputs, cfg)
     batch = inputs.shape[0]
-
     all_real = jnp.ones((batch, max_len), jnp.int32)
 
     def step(generated, last, index):
