@@ -29,6 +29,7 @@ def default_config() -> ml_collections.ConfigDict:
 
     c.train = ml_collections.ConfigDict()
     c.train.steps = 100_000
+    c.train.max_minutes = 0.0  # wall-clock budget of this process's training (0 = none): save and stop at it
     c.train.label_smoothing = 0.1
     c.train.seed = 0
     c.train.log_every = 100

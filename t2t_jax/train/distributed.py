@@ -36,3 +36,12 @@ def process_rows(global_batch: dict) -> dict:
         raise ValueError(f"a global batch of {rows} rows cannot be split over {count} processes")
     share = rows // count
     return {k: np.asarray(v)[index * share:(index + 1) * share] for k, v in global_batch.items()}
+
+
+def agree(flag: bool) -> bool:
+    """Process 0's flag on every process (a wall-clock decision must stop all hosts at one step)."""
+    if jax.process_count() == 1:
+        return bool(flag)
+    from jax.experimental import multihost_utils
+
+    return bool(multihost_utils.broadcast_one_to_all(np.asarray(flag, np.int32)))

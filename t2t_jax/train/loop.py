@@ -75,8 +75,9 @@ def train(config, workdir: str, printer=print) -> dict:
     def save(step):
         checkpointer.save(step, launcher.get_state(state), data.train.get_state(), config.to_dict())
 
-    progress = Progress(config.train.steps, start_step=start, printer=say)
     history, pending, started, step = [], [], time.perf_counter(), start
+    deadline = started + 60 * config.train.max_minutes if config.train.max_minutes else None
+    progress = Progress(config.train.steps, start_step=start, printer=say, deadline=deadline)
     with preemption_flag() as preempted:
         while step < config.train.steps:
             state, sums = launcher.train_step(state, launcher.put_batch(next(data.train)))
@@ -103,9 +104,16 @@ def train(config, workdir: str, printer=print) -> dict:
                 if best_metric is not None:
                     checkpointer.save_best(step, launcher.get_state(state), data.train.get_state(),
                                            config.to_dict(), best_metric)
-            if checkpointer.due(step) or step == config.train.steps or preempted:
+            out_of_time = (deadline is not None and step % config.train.log_every == 0
+                           and distributed.agree(time.perf_counter() >= deadline))
+            if checkpointer.due(step) or step == config.train.steps or preempted or out_of_time:
                 _check_finite(sums, step, config)
                 save(step)
+            if out_of_time:
+                checkpointer.wait()
+                say(f"time budget of {config.train.max_minutes:g} min reached: saved the checkpoint at step {step}",
+                    flush=True)
+                break
             if preempted:
                 checkpointer.wait()
                 say(f"{preempted.signal_name}: saved the checkpoint at step {step}; exiting", flush=True)

@@ -14,8 +14,9 @@ def format_duration(seconds: float) -> str:
 class Progress:
     """Measures throughput between reports and prints one line per report."""
 
-    def __init__(self, total_steps: int, start_step: int = 0, printer=print):
+    def __init__(self, total_steps: int, start_step: int = 0, printer=print, deadline: float | None = None):
         self.total = total_steps
+        self.deadline = deadline  # time.perf_counter() at which a time budget ends, if any
         self.printer = printer
         self.last_time = time.perf_counter()
         self.last_step = start_step
@@ -26,6 +27,8 @@ class Progress:
         steps = max(step - self.last_step, 1)
         tokens_per_s = metrics["tokens"] / elapsed  # global non-pad target tokens since the last report
         eta = (self.total - step) * elapsed / steps
+        if self.deadline is not None:
+            eta = min(eta, self.deadline - now)
         self.printer(f"step {step}/{self.total} | loss {metrics['loss']:.4f} | nll {metrics['nll']:.4f} | "
                      f"acc {metrics['accuracy']:.4f} | lr {lr:.3e} | {tokens_per_s:,.0f} tok/s | "
                      f"ETA {format_duration(eta)}", flush=True)
