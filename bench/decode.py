@@ -18,8 +18,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
+from bench.memory import peak_memory  # noqa: E402
 from bench.train_step import SIZES, model_config  # noqa: E402
-from t2t_jax.decode.decoder import greedy_uncached, translate_ids  # noqa: E402
+from t2t_jax.decode.decoder import translate_uncached, translate_ids  # noqa: E402
 from t2t_jax.train.state import init_params  # noqa: E402
 
 
@@ -71,7 +72,7 @@ def main():
             runs = [("greedy_cached", lambda: translate_ids(params, src, cfg=cfg, beam=0)),
                     ("beam4_cached", lambda: translate_ids(params, src, cfg=cfg, beam=4))]
             if batch == 1 or name == "tiny":
-                runs.append(("greedy_uncached", lambda: greedy_uncached(params, src, cfg=cfg)))
+                runs.append(("translate_uncached", lambda: translate_uncached(params, src, cfg=cfg)))
             if not args.no_hf:
                 runs.append(("hf_marian_beam4", hf_generate(params, cfg, src, args.source_length + 50)))
             for label, fn in runs:
@@ -81,6 +82,7 @@ def main():
                          "sentences_per_s": batch / seconds, "target_tokens_per_s": generated / seconds}
                 report["results"].append(entry)
                 print(json.dumps(entry), file=sys.stderr, flush=True)
+    report["memory"] = peak_memory()
     print(json.dumps(report, indent=2))
 
 

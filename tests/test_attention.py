@@ -5,10 +5,20 @@ import jax
 import numpy as np
 import pytest
 
-from t2t_jax.decode.decoder import greedy_uncached, translate_ids
+from t2t_jax.decode.decoder import translate_uncached, translate_ids
 from t2t_jax.model import Transformer
 from t2t_jax.model.attention import dot_product, fused
 from t2t_jax.model.masks import attention_bias
+
+
+def assert_cached_decoding_is_exact(params, src, cfg):
+    """Cached greedy and beam-3 search (grouped caches, ancestry masks) == the same searches re-running
+    the full decoder on every hypothesis's prefix."""
+    for beam in (0, 3):
+        cached, cached_scores = translate_ids(params, src, cfg=cfg, beam=beam)
+        full, full_scores = translate_uncached(params, src, cfg=cfg, beam=beam)
+        np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
+        np.testing.assert_allclose(np.asarray(cached_scores), np.asarray(full_scores), rtol=1e-4, atol=1e-4)
 
 
 def qkv(seed=0):
@@ -45,9 +55,7 @@ def test_fused_model_equals_dot_product_model_and_decodes(tiny_config, tiny_para
     a = np.asarray(Transformer(tiny_config).apply({"params": tiny_params}, src, tgt))
     b = np.asarray(Transformer(cfg).apply({"params": tiny_params}, src, tgt))
     np.testing.assert_allclose(a, b, atol=1e-5)
-    cached, _ = translate_ids(tiny_params, src, cfg=cfg, beam=0)
-    full, _ = greedy_uncached(tiny_params, src, cfg=cfg)
-    np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
+    assert_cached_decoding_is_exact(tiny_params, src, cfg)
     with pytest.raises(ValueError, match="no attention-weight dropout"):
         fused(*qkv(), None, dropout_rate=0.1, dropout_rng=jax.random.PRNGKey(0), deterministic=False)
 
@@ -67,9 +75,7 @@ def test_grouped_query_with_all_heads_is_dot_product_and_fewer_heads_decode(tiny
         cfg = dataclasses.replace(tiny_config, kv_heads=kv)
         params = init_params(cfg, 0)
         assert params["encoder"]["layer_0"]["self_attn"]["key"]["kernel"].shape == (32, kv, 8)
-        cached, _ = translate_ids(params, src, cfg=cfg, beam=0)
-        full, _ = greedy_uncached(params, src, cfg=cfg)
-        np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
+        assert_cached_decoding_is_exact(params, src, cfg)
 
 
 def test_local_window_covering_everything_is_dot_product_and_small_window_is_local(tiny_config, tiny_params):
@@ -88,9 +94,7 @@ def test_local_window_covering_everything_is_dot_product_and_small_window_is_loc
     out = logits_of(local, params, src, changed)
     assert not np.allclose(out[:, 1:3], base[:, 1:3])  # ... positions 1-2 see it
     np.testing.assert_allclose(out[:, 3:], base[:, 3:], atol=1e-6)  # positions >= 3 do not
-    cached, _ = translate_ids(params, src, cfg=local, beam=0)
-    full, _ = greedy_uncached(params, src, cfg=local)
-    np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
+    assert_cached_decoding_is_exact(params, src, local)
 
 
 def test_additive_equals_numpy_reference_and_works_in_the_model(tiny_config):
@@ -114,9 +118,7 @@ def test_additive_equals_numpy_reference_and_works_in_the_model(tiny_config):
     assert params["encoder"]["layer_0"]["self_attn"]["additive_v"].shape == (4, 8)
     src = np.random.default_rng(5).integers(3, 40, (2, 6)).astype(np.int32)
     src[1, 4:] = 0
-    cached, _ = translate_ids(params, src, cfg=cfg, beam=0)
-    full, _ = greedy_uncached(params, src, cfg=cfg)
-    np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
+    assert_cached_decoding_is_exact(params, src, cfg)
 
 
 @pytest.mark.parametrize("variant", [{"attention": "additive"}, {"attention": "fused"}, {"kv_heads": 1},
@@ -160,9 +162,7 @@ def test_relative_decodes_with_cache_and_leaves_cross_attention_alone(tiny_confi
     assert "relative_key" in params["decoder"]["layer_0"]["self_attn"]
     assert "relative_key" not in params["decoder"]["layer_0"]["cross_attn"]
     src = np.random.default_rng(9).integers(3, 40, (2, 7)).astype(np.int32)
-    cached, _ = translate_ids(params, src, cfg=cfg, beam=0)
-    full, _ = greedy_uncached(params, src, cfg=cfg)
-    np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
+    assert_cached_decoding_is_exact(params, src, cfg)
 
 
 def test_per_sublayer_choice_and_named_aliases(tiny_config):
@@ -177,9 +177,7 @@ def test_per_sublayer_choice_and_named_aliases(tiny_config):
     assert [mixed.attention_function(k) for k in ("encoder_self", "decoder_self", "cross")] == [
         "dot_product", "additive", "dot_product_unscaled"]
     src = np.random.default_rng(10).integers(3, 40, (2, 6)).astype(np.int32)
-    cached, _ = translate_ids(params, src, cfg=mixed, beam=0)
-    full, _ = greedy_uncached(params, src, cfg=mixed)
-    np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
+    assert_cached_decoding_is_exact(params, src, mixed)
     multi = dataclasses.replace(tiny_config, attention="multi_query")
     assert init_params(multi, 0)["encoder"]["layer_0"]["self_attn"]["key"]["kernel"].shape[1] == 1
     for bad, message in [({"attention": "local"}, "needs model.local_window > 0"),

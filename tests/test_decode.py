@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from t2t_jax.decode.decoder import greedy_uncached, translate_ids
+from t2t_jax.decode.decoder import translate_uncached, translate_ids
 from t2t_jax.decode.search import beam_search, greedy_search, length_penalty
 from t2t_jax.evaluate.bleu import paper_bleu, paper_tokenize, sacre_bleu, split_compounds
 from t2t_jax.model import ModelConfig
@@ -32,10 +32,20 @@ def sources(rows=3, length=9, seed=0):
 def test_cached_greedy_equals_full_recomputation(params):
     src = sources()
     cached, cached_score = translate_ids(params, src, cfg=CFG, beam=0)
-    full, full_score = greedy_uncached(params, src, cfg=CFG)
+    full, full_score = translate_uncached(params, src, cfg=CFG)
     np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
     np.testing.assert_allclose(np.asarray(cached_score), np.asarray(full_score), rtol=1e-5)
 
+
+@pytest.mark.parametrize("beam", [2, 4])
+def test_cached_beam_search_equals_full_recomputation(params, beam):
+    """Grouped caches that never move (only the ancestry is reordered) == re-running the decoder on every
+    hypothesis's whole prefix: all n-best rows and scores, with a padded source in the batch."""
+    src = sources()
+    cached, cached_score = translate_ids(params, src, cfg=CFG, beam=beam, nbest=beam)
+    full, full_score = translate_uncached(params, src, cfg=CFG, beam=beam, nbest=beam)
+    np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
+    np.testing.assert_allclose(np.asarray(cached_score), np.asarray(full_score), rtol=1e-5, atol=1e-5)
 
 def test_beam_one_equals_greedy(params):
     src = sources(seed=1)

@@ -59,25 +59,22 @@ def _gather_beams(tree, indices):
         lambda x: jnp.take_along_axis(x, indices.reshape(indices.shape + (1,) * (x.ndim - 2)), axis=1), tree)
 
 
-def _reorder_cache(cache, source_beams, beam: int):
-    """Reorder self-attention caches to follow surviving beams; cross-attention caches are the same
-    for all beams of a sentence and stay untouched."""
-    batch = source_beams.shape[0]
+def gather_rows(cache, source_beams, index):
+    """The generic reorder: every cache leaf has rows [batch * beam, ...]; row (b, k) takes the row of
+    its source beam. (The model's grouped caches move nothing; see decoder.py.)"""
+    batch, beam = source_beams.shape
     rows = (jnp.arange(batch)[:, None] * beam + source_beams).reshape(-1)
-
-    def reorder(path, leaf):
-        name = getattr(path[-1], "key", "")
-        return leaf[rows] if name.startswith("cached_") else leaf
-
-    return jax.tree_util.tree_map_with_path(reorder, cache)
+    return jax.tree_util.tree_map(lambda leaf: leaf[rows], cache)
 
 
 def beam_search(step_fn, batch: int, beam: int, alpha: float, max_lengths, max_len: int, eos_id: int,
-                start_id: int = 0, nbest: int = 1):
+                start_id: int = 0, nbest: int = 1, reorder_fn=gather_rows):
     """(sequences [batch, beam, max_len], scores [batch, beam]) best first; rows of step_fn are batch*beam.
 
-    Stops once no alive hypothesis can beat the ``nbest``-th finished one (nbest=1: the best, §6.1);
-    the first ``nbest`` rows are then exact, later rows are whatever finished before the stop."""
+    ``reorder_fn(cache, source_beams [batch, beam], index)`` makes the cache follow the surviving
+    hypotheses after the step at ``index``. Stops once no alive hypothesis can beat the ``nbest``-th
+    finished one (nbest=1: the best, §6.1); the first ``nbest`` rows are then exact, later rows are
+    whatever finished before the stop."""
     vocab_rows = batch * beam
 
     def advance(state, cache, logits):
@@ -96,7 +93,7 @@ def beam_search(step_fn, batch: int, beam: int, alpha: float, max_lengths, max_l
         alive_candidates = jnp.where(ends, NEG_INF, top_logp)
         alive_logp, keep = jax.lax.top_k(alive_candidates, beam)
         alive_seqs = _gather_beams(seqs, keep)
-        cache = _reorder_cache(cache, jnp.take_along_axis(source_beam, keep, axis=1), beam)
+        cache = reorder_fn(cache, jnp.take_along_axis(source_beam, keep, axis=1), t)
         all_seqs = jnp.concatenate([fin_seqs, seqs], axis=1)
         all_scores = jnp.concatenate([fin_scores, finished_score], axis=1)
         fin_scores, best = jax.lax.top_k(all_scores, beam)

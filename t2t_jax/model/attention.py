@@ -18,7 +18,8 @@ from t2t_jax.model import precision
 from t2t_jax.model.config import ModelConfig
 from t2t_jax.model.dropout import row_keep_mask
 from t2t_jax.model.layers import glorot_uniform
-from t2t_jax.model.masks import NEG_INF
+from t2t_jax.model import masks
+from t2t_jax.model.masks import DecodeStep
 
 
 def attention_weights(query, key, bias, *, scale, dropout_rate, dropout_rng, deterministic, dtype):
@@ -120,10 +121,11 @@ class MultiHeadAttention(nn.Module):
     kind: str = "encoder_self"  # encoder_self | decoder_self | cross: picks the registry function
 
     @nn.compact
-    def __call__(self, inputs_q, inputs_kv, bias, rows, decode: Optional[str] = None, cache_index=None,
-                 cache_length: int = 0):
-        """``decode``: None (training / teacher forcing), "self" (append this step's key/value to a
-        fixed-size cache at ``cache_index``) or "cross" (encoder keys/values projected once, then reused)."""
+    def __call__(self, inputs_q, inputs_kv, bias, rows, decode: Optional[str] = None,
+                 step: Optional[DecodeStep] = None):
+        """``decode``: None (training / teacher forcing), "self" (write this step's key/value into the
+        fixed-size cache at ``step.index``) or "cross" (encoder keys/values projected once, then reused).
+        When decoding, rows are [batch * step.beam] and ``inputs_kv`` of "cross" is [batch, ...]."""
         cfg = self.config
         h, dk, dv, kv = cfg.num_heads, cfg.head_dim_k, cfg.head_dim_v, cfg.key_value_heads
         to_heads = glorot_uniform(in_axis=0, out_axis=(1, 2))
@@ -137,9 +139,8 @@ class MultiHeadAttention(nn.Module):
             if decode == "cross":
                 key_t, value_t = self._cross_cache(key_proj, value_proj, inputs_kv)
             else:
-                key_t, value_t, bias = self._self_cache(key_proj(inputs_kv), value_proj(inputs_kv), cache_index,
-                                                        cache_length)
-            out = self._attend_cached(query, self._share(key_t), self._share(value_t), bias, cache_index)
+                key_t, value_t = self._self_cache(key_proj(inputs_kv), value_proj(inputs_kv), step)
+            out = self._attend_cached(query, self._share(key_t), self._share(value_t), bias, step, decode)
         else:
             out = self._attend(query, self._share(key_proj(inputs_kv), axis=2), self._share(value_proj(inputs_kv), axis=2),
                                bias, rows)
@@ -176,36 +177,60 @@ class MultiHeadAttention(nn.Module):
         return attend(query, key, value, bias, dropout_rate=cfg.attention_dropout, dropout_rng=dropout_rng,
                       deterministic=rows is None, dtype=cfg.dtype, **extra)
 
-    def _attend_cached(self, query, key_t, value_t, bias, cache_index=None):
-        """Attention of one decode step on caches in dot-ready layouts (keys [b, h, d, len], values
-        [b, h, len, d]): with [b, len, h, d] caches XLA:CPU transposed every whole cache at every step."""
+    def _attend_cached(self, query, key_t, value_t, bias, step: DecodeStep, decode: str):
+        """One decoding step on caches in dot-ready layouts (keys [b, h, d, n], values [b, h, n, d]; with
+        [b, n, h, d] caches XLA:CPU transposed every whole cache at every step). The ``beam`` queries of a
+        sentence share one cache: a [beam, d] x [d, n] product per sentence and head, masked by ``bias``
+        (self: [b, 1, beam, length * beam] from the ancestry; cross: [b, 1, 1, source_len])."""
         cfg = self.config
         name = cfg.attention_function(self.kind)
-        if name in ("dot_product", "dot_product_unscaled"):
-            scale = query.shape[-1] ** -0.5 if name == "dot_product" else 1.0
-            logits = precision.einsum("bqhd,bhdk->bhqk", query * jnp.asarray(scale, query.dtype), key_t, cfg.dtype,
-                                      jnp.float32)
+        rows, _, heads, _ = query.shape
+        batch, beam = rows // step.beam, step.beam
+        if name in DOT_PRODUCT_FAMILY:
+            scale = query.shape[-1] ** -0.5 if name != "dot_product_unscaled" else 1.0
+            grouped = (query * jnp.asarray(scale, query.dtype)).reshape(batch, beam, heads, -1).transpose(0, 2, 1, 3)
+            logits = precision.einsum("bhqd,bhdk->bhqk", grouped, key_t, cfg.dtype, jnp.float32)
             weights = jax.nn.softmax(logits + bias, axis=-1)
-            return precision.einsum("bhqk,bhkd->bqhd", weights, value_t, cfg.dtype)
-        key, value = key_t.transpose(0, 3, 1, 2), value_t.transpose(0, 2, 1, 3)  # registry layout
-        return self._attend(query, key, value, bias, None, query_offset=0 if cache_index is None else cache_index)
+            out = precision.einsum("bhqk,bhkd->bhqd", weights, value_t, cfg.dtype)
+            return out.transpose(0, 2, 1, 3).reshape(rows, 1, heads, -1)
+        key, value = key_t.transpose(0, 3, 1, 2), value_t.transpose(0, 2, 1, 3)  # registry layout [b, n, h, d]
+        if decode == "cross":  # every hypothesis reads its sentence's encoder keys/values
+            key, value, bias = (jnp.repeat(x, beam, axis=0) for x in (key, value, bias))
+        else:
+            key, value, bias = self._per_hypothesis(key, value, step)
+        return self._attend(query, key, value, bias, None, query_offset=step.index)
 
-    def _self_cache(self, key, value, index, length):
-        """Write this step's key/value at ``index`` of fixed-size caches (keys [b, h, d, length], values
-        [b, h, length, d]), updated in place; returns them with a bias hiding positions > index."""
-        batch, _, heads, dk = key.shape
-        cached_key = self.variable("cache", "cached_key", jnp.zeros, (batch, heads, dk, length), key.dtype)
-        cached_value = self.variable("cache", "cached_value", jnp.zeros, (batch, heads, length, value.shape[-1]),
+    def _per_hypothesis(self, key, value, step: DecodeStep):
+        """Each row's own history [rows, length, h, d] gathered from a grouped cache through the ancestry
+        (attention functions other than dot-product read keys per row), with its causal bias."""
+        batch, beam, length = key.shape[0], step.beam, step.length
+        bias = masks.cached_self_bias(DecodeStep(step.index, length), self.config.local_window)
+        if beam == 1:
+            return key, value, bias
+        own = jnp.arange(beam, dtype=jnp.int32)[None, :, None]
+        owner = jnp.where(jnp.arange(length)[None, None, :] == step.index, own, step.ancestry)
+        slot = (jnp.arange(length)[None, None, :] * beam + owner).reshape(batch * beam, length)
+
+        def gather(x):  # [b, length * beam, h, d] -> [b * beam, length, h, d]
+            x = jnp.repeat(x, beam, axis=0)
+            return jnp.take_along_axis(x, slot[:, :, None, None], axis=1)
+
+        return gather(key), gather(value), bias
+
+    def _self_cache(self, key, value, step: DecodeStep):
+        """Write this step's keys/values of all hypotheses at position ``step.index`` of the grouped
+        fixed-size caches (keys [b, h, d, length * beam], values [b, h, length * beam, d]), in place."""
+        rows, _, heads, dk = key.shape
+        batch, beam, size = rows // step.beam, step.beam, step.length * step.beam
+        cached_key = self.variable("cache", "cached_key", jnp.zeros, (batch, heads, dk, size), key.dtype)
+        cached_value = self.variable("cache", "cached_value", jnp.zeros, (batch, heads, size, value.shape[-1]),
                                      value.dtype)
-        cached_key.value = jax.lax.dynamic_update_slice(cached_key.value, key.transpose(0, 2, 3, 1),
-                                                        (0, 0, 0, index))
-        cached_value.value = jax.lax.dynamic_update_slice(cached_value.value, value.transpose(0, 2, 1, 3),
-                                                          (0, 0, index, 0))
-        visible = jnp.arange(length) <= index
-        if self.config.local_window:
-            visible = visible & (jnp.arange(length) >= index - self.config.local_window)
-        bias = jnp.where(visible, 0.0, NEG_INF).astype(jnp.float32)[None, None, None, :]
-        return cached_key.value, cached_value.value, bias
+        key = key.reshape(batch, beam, heads, dk).transpose(0, 2, 3, 1)
+        value = value.reshape(batch, beam, heads, -1).transpose(0, 2, 1, 3)
+        offset = step.index * beam
+        cached_key.value = jax.lax.dynamic_update_slice(cached_key.value, key, (0, 0, 0, offset))
+        cached_value.value = jax.lax.dynamic_update_slice(cached_value.value, value, (0, 0, offset, 0))
+        return cached_key.value, cached_value.value
 
     def _cross_cache(self, key_proj, value_proj, encoded):
         """Encoder keys/values, projected on the first decode step only, kept in the dot-ready layouts."""

@@ -17,6 +17,7 @@ from t2t_jax.model.attention import MultiHeadAttention
 from t2t_jax.model.config import ModelConfig
 from t2t_jax.model.dropout import Dropout, dropout_rows
 from t2t_jax.model.layers import FeedForward, LayerNorm, PositionSignal, SharedEmbedding
+from t2t_jax.model.masks import DecodeStep
 
 
 class EncoderLayer(nn.Module):
@@ -35,17 +36,16 @@ class DecoderLayer(nn.Module):
     config: ModelConfig
 
     @nn.compact
-    def __call__(self, x, encoded, self_bias, cross_bias, rows, cache_index=None, cache_length=0):
+    def __call__(self, x, encoded, self_bias, cross_bias, rows, step: Optional[DecodeStep] = None):
         cfg = self.config
-        decoding = cache_index is not None
+        decoding = step is not None
         self_attn = MultiHeadAttention(cfg, kind="decoder_self", name="self_attn")
         cross_attn = MultiHeadAttention(cfg, kind="cross", name="cross_attn")
         ffn = FeedForward(cfg, name="ffn")
         x = _residual(self, "ln_self", x, lambda y: self_attn(
-            y, y, self_bias, rows, decode="self" if decoding else None, cache_index=cache_index,
-            cache_length=cache_length), rows)
+            y, y, self_bias, rows, decode="self" if decoding else None, step=step), rows)
         x = _residual(self, "ln_cross", x, lambda y: cross_attn(
-            y, encoded, cross_bias, rows, decode="cross" if decoding else None), rows)
+            y, encoded, cross_bias, rows, decode="cross" if decoding else None, step=step), rows)
         return _residual(self, "ln_ffn", x, lambda y: ffn(y, rows), rows)
 
 
@@ -81,20 +81,20 @@ class Decoder(nn.Module):
     embed: SharedEmbedding
 
     @nn.compact
-    def __call__(self, encoded, input_segments, decoder_inputs, segments, positions, rows, cache_index=None,
-                 cache_length=0):
-        """Teacher-forced logits, or (``cache_index`` set) logits of one step with [batch, 1] inputs."""
+    def __call__(self, encoded, input_segments, decoder_inputs, segments, positions, rows,
+                 step: Optional[DecodeStep] = None):
+        """Teacher-forced logits, or (``step`` set) logits of one cached step with [batch * beam, 1] inputs."""
         cfg = self.config
         y = PositionSignal(cfg, name="pos_embed")(self.embed(decoder_inputs), positions)
         y = Dropout(cfg.dropout)(y, rows)
-        if cache_index is None:
+        if step is None:
             self_bias = masks.attention_bias(segments, segments, causal=True, window=cfg.local_window)
+            cross_bias = masks.attention_bias(segments, input_segments)
         else:
-            self_bias = None  # the cached self-attention builds its own "up to cache_index" mask
-        cross_bias = masks.attention_bias(segments, input_segments)
+            self_bias = masks.cached_self_bias(step, cfg.local_window)
+            cross_bias = masks.cached_cross_bias(input_segments)
         for i in range(cfg.decoder_layers):
-            y = DecoderLayer(cfg, name=f"layer_{i}")(y, encoded, self_bias, cross_bias, rows, cache_index,
-                                                           cache_length)
+            y = DecoderLayer(cfg, name=f"layer_{i}")(y, encoded, self_bias, cross_bias, rows, step)
         if cfg.ln == "pre":
             y = LayerNorm(cfg.ln_epsilon, cfg.dtype, name="ln_final")(y)
         return self.embed.attend(y)
@@ -131,17 +131,16 @@ class Transformer(nn.Module):
         return self.decode(encoded, inputs, targets, inputs_segmentation, targets_segmentation,
                            targets_position, deterministic, example_ids)
 
-    def decode_step(self, encoded, input_segments, tokens, index, cache_length: int):
-        """Logits [batch, vocab] for one step: ``tokens`` [batch] are the previous outputs (pad at
-        step 0), ``index`` the position being predicted. Keys/values live in the mutable "cache"
-        collection: self-attention in fixed [batch, cache_length, heads, d] buffers written in place,
-        cross-attention projected from ``encoded`` on the first step only."""
+    def decode_step(self, encoded, input_segments, tokens, step: DecodeStep):
+        """Logits [batch * beam, vocab] for one step: ``tokens`` [batch * beam] are the previous outputs
+        (pad at step 0) of each sentence's ``step.beam`` hypotheses, ``step.index`` the position being
+        predicted; ``encoded`` / ``input_segments`` are per sentence ([batch, ...], never repeated per
+        beam). Keys/values live in the mutable "cache" collection: self-attention in fixed buffers
+        written in place (see DecodeStep), cross-attention projected on the first step only."""
         tokens = tokens[:, None]
         segments = jnp.ones_like(tokens)
-        positions = jnp.full_like(tokens, index)
-        logits = self.decoder(encoded, input_segments, tokens, segments, positions, None, cache_index=index,
-                              cache_length=cache_length)
-        return logits[:, 0]
+        positions = jnp.full_like(tokens, step.index)
+        return self.decoder(encoded, input_segments, tokens, segments, positions, None, step=step)[:, 0]
 
     def _segments(self, tokens, segmentation):
         if segmentation is not None:
