@@ -16,6 +16,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
+from bench.memory import peak_memory  # noqa: E402
 from t2t_jax.config import load_config  # noqa: E402
 from t2t_jax.data.sources import make_data  # noqa: E402
 
@@ -43,7 +44,7 @@ def main():
         "setup_seconds_tokenizer_and_encoding": setup, "batches_per_s": batches_per_s,
         "target_tokens_per_s": tokens / seconds, "packing_efficiency": tokens / (args.batches * batch["targets"].size),
         "tiny_train_step_batches_per_s": 1 / TINY_STEP_SECONDS,
-        "headroom_vs_tiny_step": batches_per_s * TINY_STEP_SECONDS}, indent=2))
+        "headroom_vs_tiny_step": batches_per_s * TINY_STEP_SECONDS, "memory": peak_memory()}, indent=2))
 
 
 if __name__ == "__main__":

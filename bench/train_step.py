@@ -24,6 +24,7 @@ if "--fake-devices" in sys.argv:  # must reach XLA before jax is imported
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
+from bench.memory import peak_memory  # noqa: E402
 from t2t_jax.config import default_config  # noqa: E402
 from t2t_jax.model import ModelConfig, Transformer  # noqa: E402
 from t2t_jax.model.flops import train_step_flops  # noqa: E402
@@ -103,6 +104,7 @@ def main():
                 entry[f"jax_{dtype}"]["ratio_to_torch_f32"] = entry[f"jax_{dtype}"]["target_tokens_per_s"] / reference
         report["results"][name] = entry
         print(json.dumps({name: entry}), file=sys.stderr, flush=True)
+    report["memory"] = peak_memory()
     print(json.dumps(report, indent=2))
 
 

@@ -22,6 +22,8 @@ def get_config():
     c.train.bleu_beam = 0
     c.train.log_every = 50
     c.train.eval_every = 250
+    c.final.average_last = 5  # then average the last 5 checkpoints (the last ~1000 steps) ...
+    c.final.splits = "test"  # ... and report test_2016_flickr, beam 4, alpha 0.6
     c.checkpoint.every_steps = 250
     c.checkpoint.every_minutes = 10.0
     return c

@@ -13,11 +13,19 @@ from t2t_jax.checkpoint.params import restore_params_tree, save_params
 from t2t_jax.model.config import ConfigError
 
 
+def saved_steps(workdir) -> list[int]:
+    """The steps of the checkpoints kept in ``workdir``, oldest first."""
+    directory = pathlib.Path(workdir) / LATEST_DIR
+    if not directory.exists():
+        return []
+    manager = ocp.CheckpointManager(directory.absolute(), options=ocp.CheckpointManagerOptions(read_only=True))
+    return sorted(manager.all_steps())
+
+
 def average_last(workdir, last: int, out_dir, log=print) -> list[int]:
     """Average the params of the last ``last`` checkpoints of ``workdir`` into ``out_dir``; returns the steps."""
     directory = pathlib.Path(workdir) / LATEST_DIR
-    manager = ocp.CheckpointManager(directory.absolute(), options=ocp.CheckpointManagerOptions(read_only=True))
-    steps = sorted(manager.all_steps())
+    steps = saved_steps(workdir)
     if len(steps) < last:
         raise ConfigError(f"--last {last}: only {len(steps)} checkpoint(s) in {directory} (steps {steps})")
     chosen = steps[-last:]

@@ -29,7 +29,7 @@ def default_config() -> ml_collections.ConfigDict:
 
     c.train = ml_collections.ConfigDict()
     c.train.steps = 100_000
-    c.train.max_minutes = 0.0  # wall-clock budget of this process's training (0 = none): save and stop at it
+    c.train.max_minutes = 0.0  # wall-clock training budget, summed over resumes (0 = none): save and stop at it
     c.train.label_smoothing = 0.1
     c.train.seed = 0
     c.train.log_every = 100
@@ -40,7 +40,14 @@ def default_config() -> ml_collections.ConfigDict:
     c.train.bleu_beam = 4  # beam for dev BLEU (0 = greedy, faster)
     c.train.accum_steps = 1  # micro-batches per update (lax.scan inside the step)
 
+    c.train.tensorboard = True  # event files in <workdir>/tensorboard (scalars, dev BLEU, sample translations)
     c.train.nonfinite = "stop"  # a NaN/inf loss: "stop" (error naming the step) or "skip" (drop that update)
+
+    c.final = ml_collections.ConfigDict()  # after training (not after a preemption): see train/finish.py
+    c.final.average_last = 0  # average the newest N checkpoints into <workdir>/averaged (0/1 = off)
+    c.final.splits = ""  # comma-separated splits to decode and score at the end, e.g. "test"
+    c.final.beam = 4  # §6.1: beam 4, alpha 0.6
+    c.final.alpha = 0.6
 
     c.checkpoint = ml_collections.ConfigDict()
     c.checkpoint.every_steps = 1000

@@ -11,9 +11,12 @@ import jax
 from t2t_jax.checkpoint.manager import Checkpointer, abstract_like, check_compatible
 from t2t_jax.config import model_config
 from t2t_jax.data.sources import make_data
+from t2t_jax.decode.translate import translate_texts
+from t2t_jax.evaluate.bleu import sacre_bleu
 from t2t_jax.model import Transformer
 from t2t_jax.train import distributed
 from t2t_jax.train.curves import plot_curves
+from t2t_jax.train.events import EventLog
 from t2t_jax.train.loss import summarize
 from t2t_jax.train.parallel import host_tree, make_launcher
 from t2t_jax.train.preemption import preemption_flag
@@ -23,6 +26,11 @@ from t2t_jax.train.state import create_state, make_optimizer, param_count
 
 class NonFiniteLoss(RuntimeError):
     pass
+
+
+# The checkpoint's JSON item holds the iterator state and, under this key, the training seconds spent so
+# far, so that train.max_minutes is one budget across preemptions and resumes.
+SPENT_KEY = "train_seconds"
 
 
 def _sum_metrics(pending):
@@ -36,18 +44,20 @@ def evaluate(launcher, params, batches) -> dict:
 
 
 def _restore_or_init(config, cfg, tx, launcher, checkpointer, data, say):
-    """(state placed for the launcher, first step): the newest readable checkpoint, else a fresh state."""
+    """(state placed for the launcher, first step, training seconds already spent): the newest readable
+    checkpoint, else a fresh state."""
     saved_config = checkpointer.workdir / "config.json"
     if checkpointer.latest.all_steps() and saved_config.exists():  # before restoring: shapes may differ
         check_compatible(json.loads(saved_config.read_text()), config.to_dict())
     fresh = create_state(cfg, tx, config.train.seed)
     restored = checkpointer.restore_latest(abstract_like(fresh, launcher.restore_sharding))
     if restored is None:
-        return launcher.put_state(fresh), 0
+        return launcher.put_state(fresh), 0, 0.0
     step, state, data_state, _ = restored
+    spent = float(data_state.pop(SPENT_KEY, 0.0))
     data.train.set_state(data_state)
     say(f"resumed from the checkpoint at step {step} ({checkpointer.latest.directory})", flush=True)
-    return launcher.put_state(state), step
+    return launcher.put_state(state), step, spent
 
 
 def train(config, workdir: str, printer=print) -> dict:
@@ -65,18 +75,22 @@ def train(config, workdir: str, printer=print) -> dict:
     ck = config.checkpoint
     checkpointer = Checkpointer(workdir, keep=ck.keep, every_steps=ck.every_steps, every_minutes=ck.every_minutes,
                                 async_save=ck.async_save, log=say)
-    state, start = _restore_or_init(config, cfg, tx, launcher, checkpointer, data, say)
+    state, start, spent = _restore_or_init(config, cfg, tx, launcher, checkpointer, data, say)
     if lead:
         (workdir / "config.json").write_text(config.to_json_best_effort(indent=2))
     say(f"model: {param_count(launcher.get_state(state).params):,} params | devices: {launcher.device_count} "
         f"({config.parallel.launcher}, {jax.process_count()} process(es)) | steps: {start}->{config.train.steps}",
         flush=True)
 
-    def save(step):
-        checkpointer.save(step, launcher.get_state(state), data.train.get_state(), config.to_dict())
+    def data_state():
+        return {**data.train.get_state(), SPENT_KEY: spent + time.perf_counter() - started}
 
-    history, pending, started, step = [], [], time.perf_counter(), start
-    deadline = started + 60 * config.train.max_minutes if config.train.max_minutes else None
+    def save(step):
+        checkpointer.save(step, launcher.get_state(state), data_state(), config.to_dict())
+
+    history, pending, started, step, stopped = [], [], time.perf_counter(), start, "steps"
+    deadline = started - spent + 60 * config.train.max_minutes if config.train.max_minutes else None
+    events = EventLog(workdir, enabled=lead and config.train.tensorboard)
     progress = Progress(config.train.steps, start_step=start, printer=say, deadline=deadline)
     with preemption_flag() as preempted:
         while step < config.train.steps:
@@ -90,7 +104,25 @@ def train(config, workdir: str, printer=print) -> dict:
                 lr = float(schedule(step - 1))
                 metrics.update(progress.report(step, metrics, lr), step=step, lr=lr)
                 history.append({"split": "train", **metrics})
+                events.scalars("train", step, metrics)
                 pending = []
+            # Save before evaluating: a failure in evaluation never costs the steps since the last save.
+            out_of_time = (deadline is not None and step % config.train.log_every == 0
+                           and distributed.agree(time.perf_counter() >= deadline))
+            if checkpointer.due(step) or step == config.train.steps or preempted or out_of_time:
+                _check_finite(sums, step, config)
+                save(step)
+            if out_of_time:
+                stopped = "budget"
+                checkpointer.wait()
+                say(f"time budget of {config.train.max_minutes:g} min reached: saved the checkpoint at step {step}",
+                    flush=True)
+                break
+            if preempted:
+                stopped = preempted.signal_name
+                checkpointer.wait()
+                say(f"{preempted.signal_name}: saved the checkpoint at step {step}; exiting", flush=True)
+                break
             if step % config.train.eval_every == 0 or step == config.train.steps:
                 _check_finite(sums, step, config)
                 metrics = evaluate(launcher, state.params, data.eval_batches)
@@ -99,35 +131,22 @@ def train(config, workdir: str, printer=print) -> dict:
                 bleu_enabled = bool(config.train.bleu_every and data.tokenizer)
                 best_metric = None if bleu_enabled else -metrics["nll"]  # the best slot keys on one metric
                 if bleu_enabled and step % config.train.bleu_every == 0:
-                    metrics["bleu"] = best_metric = dev_bleu(config, cfg, launcher.get_state(state).params, data, say)
+                    metrics["bleu"], samples = dev_bleu(config, cfg, launcher.get_state(state).params, data, say)
+                    best_metric = metrics["bleu"]
+                    events.text("dev/samples", step, samples)
                 history.append({"split": "eval", "step": step, **metrics})
+                events.scalars("dev", step, metrics)
                 if best_metric is not None:
-                    checkpointer.save_best(step, launcher.get_state(state), data.train.get_state(),
-                                           config.to_dict(), best_metric)
-            out_of_time = (deadline is not None and step % config.train.log_every == 0
-                           and distributed.agree(time.perf_counter() >= deadline))
-            if checkpointer.due(step) or step == config.train.steps or preempted or out_of_time:
-                _check_finite(sums, step, config)
-                save(step)
-            if out_of_time:
-                checkpointer.wait()
-                say(f"time budget of {config.train.max_minutes:g} min reached: saved the checkpoint at step {step}",
-                    flush=True)
-                break
-            if preempted:
-                checkpointer.wait()
-                say(f"{preempted.signal_name}: saved the checkpoint at step {step}; exiting", flush=True)
-                break
+                    checkpointer.save_best(step, launcher.get_state(state), data_state(), config.to_dict(),
+                                           best_metric)
     checkpointer.wait()
     checkpointer.close()
-    return _summarize_run(workdir, lead, step, start, started, history, launcher.get_state(state), say)
+    events.close()
+    return _summarize_run(workdir, lead, step, start, started, history, launcher.get_state(state), say, stopped)
 
 
-def dev_bleu(config, cfg, params, data, say) -> float:
-    """sacreBLEU of the validation split (or its first train.bleu_sentences lines), with samples."""
-    from t2t_jax.decode.translate import translate_texts
-    from t2t_jax.evaluate.bleu import sacre_bleu
-
+def dev_bleu(config, cfg, params, data, say) -> tuple[float, str]:
+    """(sacreBLEU of the validation split or its first train.bleu_sentences lines, samples as markdown)."""
     params = host_tree(params)  # plain arrays: decoding runs on one device
     count = config.train.bleu_sentences or len(data.eval_sources)
     sources, references = data.eval_sources[:count], data.eval_references[:count]
@@ -137,9 +156,10 @@ def dev_bleu(config, cfg, params, data, say) -> float:
     bleu = sacre_bleu(hypotheses, references)
     say(f"dev BLEU {bleu['score']:.2f} on {count} sentences ({bleu['signature']}) | decoded in "
         f"{stats['seconds']:.0f}s", flush=True)
-    for i in range(min(2, count)):
-        say(f"  src: {sources[i]}\n  hyp: {hypotheses[i]}\n  ref: {references[i]}", flush=True)
-    return bleu["score"]
+    samples = [f"src: {sources[i]}\n  hyp: {hypotheses[i]}\n  ref: {references[i]}" for i in range(min(3, count))]
+    for sample in samples[:2]:
+        say(f"  {sample}", flush=True)
+    return bleu["score"], "\n\n".join(s.replace("\n  ", "  \n") for s in samples)
 
 
 def _check_finite(sums, step, config):
@@ -149,10 +169,12 @@ def _check_finite(sums, step, config):
                             f"Lower the learning rate or set --config.train.nonfinite=skip")
 
 
-def _summarize_run(workdir, lead, step, start, started, history, state, say):
+def _summarize_run(workdir, lead, step, start, started, history, state, say, stopped):
+    """``stopped``: "steps" (train.steps reached), "budget" (train.max_minutes) or a signal's name."""
     wall = time.perf_counter() - started
     evals = [h for h in history if h["split"] == "eval"]
-    summary = {"steps": step, "start_step": start, "wall_seconds": wall, "params": param_count(state.params),
+    summary = {"steps": step, "start_step": start, "wall_seconds": wall, "stopped": stopped,
+               "params": param_count(state.params),
                "final_eval": evals[-1] if evals else None, "history": history}
     if lead:
         with open(workdir / "history.jsonl", "a") as log:

@@ -11,6 +11,13 @@ def format_duration(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
+def bar(fraction: float, width: int = 20) -> str:
+    """``[#######-------------]  35%``: plain ASCII, so it reads the same on a terminal and in a log file."""
+    fraction = min(max(fraction, 0.0), 1.0)
+    filled = int(round(fraction * width))
+    return f"[{'#' * filled}{'-' * (width - filled)}] {100 * fraction:3.0f}%"
+
+
 class Progress:
     """Measures throughput between reports and prints one line per report."""
 
@@ -29,7 +36,7 @@ class Progress:
         eta = (self.total - step) * elapsed / steps
         if self.deadline is not None:
             eta = min(eta, self.deadline - now)
-        self.printer(f"step {step}/{self.total} | loss {metrics['loss']:.4f} | nll {metrics['nll']:.4f} | "
+        self.printer(f"step {step}/{self.total} {bar(step / max(self.total, 1))} | loss {metrics['loss']:.4f} | nll {metrics['nll']:.4f} | "
                      f"acc {metrics['accuracy']:.4f} | lr {lr:.3e} | {tokens_per_s:,.0f} tok/s | "
                      f"ETA {format_duration(eta)}", flush=True)
         self.last_time, self.last_step = now, step

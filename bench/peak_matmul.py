@@ -1,0 +1,46 @@
+"""The machine's achievable matmul rate, measured now: the denominator of the MFU figures. Prints JSON.
+
+    python bench/peak_matmul.py [--size 2048] [--repeats 10]
+
+float32 × float32 and bfloat16 inputs with float32 accumulation (what bf16 training runs), square n×n
+matmuls, best of ``repeats`` timed calls after a warm-up.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+
+
+def matmul_rate(n: int, dtype, repeats: int) -> float:
+    """Best GFLOP/s of an n×n×n matmul with ``dtype`` inputs and float32 results."""
+    keys = jax.random.split(jax.random.PRNGKey(0))
+    a, b = (jax.random.normal(k, (n, n), jnp.float32).astype(dtype) for k in keys)
+    product = jax.jit(lambda x, y: jnp.matmul(x, y, preferred_element_type=jnp.float32))
+    product(a, b).block_until_ready()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        product(a, b).block_until_ready()
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best / 1e9
+
+
+def measure(size: int = 2048, repeats: int = 10) -> dict:
+    return {"size": size, "float32_gflops_per_s": matmul_rate(size, jnp.float32, repeats),
+            "bfloat16_gflops_per_s": matmul_rate(size, jnp.bfloat16, repeats), "backend": jax.default_backend()}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=2048)
+    parser.add_argument("--repeats", type=int, default=10)
+    args = parser.parse_args()
+    print(json.dumps(measure(args.size, args.repeats), indent=2))
+
+
+if __name__ == "__main__":
+    main()

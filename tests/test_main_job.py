@@ -1,0 +1,97 @@
+"""The README's main job on (a slice of) Multi30k with a tiny step budget, and --help of every command."""
+import glob
+import importlib.metadata
+import json
+import subprocess
+import sys
+
+import pytest
+from safetensors.numpy import load_file
+
+from test_data import SHARED_DATA, needs_shared_data
+
+COMMANDS = ["train", "translate", "evaluate", "average", "export", "import_marian", "visualize", "ablate"]
+
+
+def slice_multi30k(root, counts):
+    """The first lines of each Multi30k split under root/multi30k (a fast stand-in with the same layout)."""
+    (root / "multi30k").mkdir(parents=True)
+    for name, count in counts.items():
+        for lang in ("en", "de"):
+            lines = (SHARED_DATA / "multi30k" / f"{name}.{lang}").read_text(encoding="utf-8").splitlines()
+            (root / "multi30k" / f"{name}.{lang}").write_text("\n".join(lines[:count]) + "\n", encoding="utf-8")
+
+
+def run(*args, timeout=600):
+    result = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def tensorboard_tags(directory):
+    """{tag: [steps]} read back with TensorFlow's own event reader (independent of the tensorboardX writer)."""
+    import tensorflow as tf
+
+    tags = {}
+    for path in glob.glob(str(directory / "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                tags.setdefault(value.tag, []).append(event.step)
+    return tags
+
+
+@needs_shared_data
+@pytest.mark.slow
+def test_main_job_command_train_average_evaluate_translate_export(tmp_path):
+    slice_multi30k(tmp_path / "data", {"train": 3000, "val": 40, "test_2016_flickr": 30})
+    workdir = tmp_path / "work"
+    out = run("t2t_jax.train", "--config", "experiments/multi30k.py", "--workdir", str(workdir),
+              f"--config.data.data_dir={tmp_path / 'data'}", "--config.model.vocab_size=1000",
+              "--config.data.batch_tokens=1024", "--config.train.steps=30", "--config.train.log_every=10",
+              "--config.train.eval_every=10", "--config.train.bleu_every=20", "--config.checkpoint.every_steps=10")
+    assert "[#" in out and "ETA" in out and "dev BLEU" in out  # progress bar line, dev BLEU during training
+    assert "averaged the checkpoints of steps [10, 20, 30]" in out and "final test" in out
+    # Artefacts of the one command: resolved config, summary, curves, events, averaged params, report.
+    config = json.loads((workdir / "config.json").read_text())
+    assert config["train"]["steps"] == 30 and config["model"]["d_model"] == 256
+    summary = json.loads((workdir / "summary.json").read_text())
+    assert summary["steps"] == 30 and summary["stopped"] == "steps"
+    assert [h["step"] for h in summary["history"] if h["split"] == "eval" and h.get("bleu") is not None] == [20]
+    assert (workdir / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from PIL import Image
+
+    with Image.open(workdir / "curves.png") as image:
+        image.verify()
+    tags = tensorboard_tags(workdir / "tensorboard")
+    assert tags["train/loss"] == [10, 20, 30] and tags["dev/nll"] == [10, 20, 30] and tags["dev/bleu"] == [20]
+    assert any(tag.startswith("dev/samples") for tag in tags)
+    final = json.loads((workdir / "final.json").read_text())
+    report = json.loads((workdir / "eval" / "test.averaged.json").read_text())
+    assert final["averaged_steps"] == [10, 20, 30] and final["reports"]["test"] == report
+    assert report["sentences"] == 30 and report["beam"] == 4 and 0 <= report["sacrebleu"]["score"] <= 100
+    assert report["sacrebleu"]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    assert len((workdir / "eval" / "test.averaged.hyp").read_text(encoding="utf-8").splitlines()) == 30
+    assert "sacreBLEU" in (workdir / "eval" / "test.averaged.md").read_text()
+    # translate and export the averaged checkpoint.
+    source = tmp_path / "in.en"
+    source.write_text("A man is riding a bike.\n\nTwo dogs play in the snow.\n", encoding="utf-8")
+    run("t2t_jax.translate", "--workdir", str(workdir), "--checkpoint", "averaged", "--input", str(source),
+        "--output", str(tmp_path / "out.de"))
+    lines = (tmp_path / "out.de").read_text(encoding="utf-8").split("\n")
+    assert len(lines) >= 3 and lines[1] == ""  # an empty line stays empty and in place
+    run("t2t_jax.export", "--workdir", str(workdir), "--checkpoint", "averaged", "--format", "safetensors",
+        "--out", str(tmp_path / "export"))
+    tensors = load_file(str(tmp_path / "export" / "params.safetensors"))
+    assert tensors["encoder/layer_0/self_attn/query/kernel"].shape == (256, 4, 64)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(command):
+    out = run(f"t2t_jax.{command}", "--help", timeout=120)
+    assert out.startswith(f"usage: t2t-{command.replace('_', '-')}") and "--workdir" in out or "--hf" in out
+
+
+def test_console_scripts_point_at_the_commands():
+    scripts = {e.name: e for e in importlib.metadata.entry_points(group="console_scripts") if e.name.startswith("t2t-")}
+    assert sorted(scripts) == sorted(f"t2t-{c.replace('_', '-')}" for c in COMMANDS)
+    assert all(callable(entry.load()) for entry in scripts.values())
