@@ -66,7 +66,7 @@ def decode_summary(decode: dict) -> dict:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny size only, fewer steps (a few minutes on 2 CPUs)")
+    parser.add_argument("--quick", action="store_true", help="tiny size only, 3 train steps (a few minutes on 2 CPUs)")
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--nominal-peak-tflops", type=float, help="the chip's bf16 data-sheet peak (H200: 989)")
     parser.add_argument("--out", help="also write the document here")
@@ -74,7 +74,7 @@ def main():
     sizes = "tiny" if args.quick else "tiny,base"
     peak = run("peak_matmul.py")
     train = run("train_step.py", "--sizes", sizes, "--steps", str(3 if args.quick else args.steps))
-    decode = run("decode.py", "--sizes", "tiny", "--batches", "1,64")
+    decode = run("decode.py", "--sizes", sizes, "--batches", "1,64")
     document = {
         "machine": {**train["machine"], "platform": platform.platform(), "cpus": os.cpu_count()},
         "peak_matmul": peak,

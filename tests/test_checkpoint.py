@@ -115,6 +115,12 @@ def test_averaging_equals_numpy_mean(tmp_path):
         np.testing.assert_allclose(value, np.mean([p[key] for p in parts], axis=0), rtol=1e-6, atol=1e-7)
     with pytest.raises(ConfigError, match="only 3 checkpoint"):
         average_last(tmp_path, 9, tmp_path / "x", log=lambda *_: None)
+    # An earlier range re-averaged into the same directory replaces the later average (budget studies).
+    assert average_last(tmp_path, 2, tmp_path / "averaged", log=lambda *_: None, until=5) == [2, 4]
+    step, until4 = load_params(tmp_path, "averaged")
+    assert step == 4
+    np.testing.assert_allclose(flatten_dict(until4, sep="/")["embed/embedding"],
+                               (parts[0]["embed/embedding"] + parts[1]["embed/embedding"]) / 2, rtol=1e-6, atol=1e-7)
     from t2t_jax.decode.decoder import translate_ids  # the averaged checkpoint decodes
 
     cfg = model_config(load_config("experiments/smoke.py"))

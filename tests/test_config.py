@@ -10,7 +10,7 @@ from t2t_jax.model.config import ConfigError
 
 @pytest.mark.parametrize("override, message", [
     ("--config.model.d_modle=256", "unknown config key 'model.d_modle'; valid keys under model: .*d_model"),
-    ("--config.trian.steps=3", "unknown config key 'trian'; valid keys: checkpoint, data, model, optimizer, parallel, train"),
+    ("--config.trian.steps=3", "unknown config key 'trian'; valid keys: checkpoint, data, final, model, optimizer, parallel, train"),
     ("--config.model.d_model=500", "d_model = 500 is not divisible by model.num_heads = 8"),
     ("--config.model.dropout=-0.1", r"model.dropout = -0.1: a dropout rate must be in \[0, 1\)"),
     ("--config.model.ln=middle", "model.ln = 'middle': must be one of"),

@@ -59,3 +59,21 @@ def test_row_b_changes_only_key_size():
     assert (cfg.head_dim_k, cfg.head_dim_v, cfg.num_heads) == (16, 64, 8)
     c_row = model_config(load_config("experiments/table3.py:C_d256"))
     assert (c_row.head_dim_k, c_row.d_ff) == (32, 2048)
+
+
+@pytest.mark.parametrize("recipe, table3_row, average", [
+    ("wmt14_ende_base", "base", 5), ("wmt14_ende_big", "big", 20), ("wmt14_enfr_big", None, 20)])
+def test_wmt14_recipes_are_the_paper_models_and_batches(recipe, table3_row, average):
+    """Table 2 recipes: the Table 3 model sizes, ~25k tokens per side in rows that split over 8 GPUs
+    or 32 TPU cores, warmup 4000, a checkpoint every 10 minutes, the paper's averaging and decoding."""
+    config = load_config(f"experiments/{recipe}.py")
+    rows = config.data.batch_tokens // config.data.max_length
+    assert 24_000 <= config.data.batch_tokens <= 26_000 and rows % 8 == 0 and rows % 32 == 0
+    assert config.optimizer.warmup_steps == 4000 and config.checkpoint.every_minutes == 10
+    assert (config.final.average_last, config.final.beam, config.final.alpha) == (average, 4, 0.6)
+    assert config.final.splits == "test" and config.train.label_smoothing == 0.1
+    if table3_row:
+        millions = count(model_config(config)) / 1e6
+        assert abs(millions - EXPECTED_MILLIONS[table3_row]) / EXPECTED_MILLIONS[table3_row] < 0.05
+    else:  # EN-FR big: 32k word pieces, P_drop 0.1 (§6.1)
+        assert (config.model.vocab_size, config.model.dropout, config.data.target_lang) == (32_000, 0.1, "fr")

@@ -22,12 +22,14 @@ def saved_steps(workdir) -> list[int]:
     return sorted(manager.all_steps())
 
 
-def average_last(workdir, last: int, out_dir, log=print) -> list[int]:
-    """Average the params of the last ``last`` checkpoints of ``workdir`` into ``out_dir``; returns the steps."""
+def average_last(workdir, last: int, out_dir, log=print, until: int | None = None) -> list[int]:
+    """Average the params of the last ``last`` checkpoints of ``workdir`` (those at or before step ``until``
+    when given: what a shorter run would have averaged) into ``out_dir``; returns the steps."""
     directory = pathlib.Path(workdir) / LATEST_DIR
-    steps = saved_steps(workdir)
+    steps = [s for s in saved_steps(workdir) if until is None or s <= until]
     if len(steps) < last:
-        raise ConfigError(f"--last {last}: only {len(steps)} checkpoint(s) in {directory} (steps {steps})")
+        where = f" at or before step {until}" if until is not None else ""
+        raise ConfigError(f"--last {last}: only {len(steps)} checkpoint(s){where} in {directory} (steps {steps})")
     chosen = steps[-last:]
     total = None
     for step in chosen:

@@ -43,9 +43,14 @@ def load_params(workdir, which: str = "latest"):
 
 
 def save_params(out_dir, step: int, params, config_dict: dict, workdir=None) -> None:
-    """A params-only checkpoint at ``out_dir/<step>`` (plus config.json / spm.model for the commands)."""
+    """A params-only checkpoint at ``out_dir/<step>`` (plus config.json / spm.model for the commands).
+
+    ``out_dir`` holds exactly one checkpoint: older ones are deleted first (readers take the newest step,
+    so re-averaging an earlier range into the same directory must not leave a later one behind)."""
     out_dir = pathlib.Path(out_dir)
     manager = ocp.CheckpointManager(out_dir.absolute(), options=ocp.CheckpointManagerOptions(create=True))
+    for old in manager.all_steps():
+        manager.delete(old)
     manager.save(step, args=ocp.args.Composite(params=ocp.args.StandardSave(params)), force=True)
     manager.wait_until_finished()
     manager.close()

@@ -14,11 +14,10 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from t2t_jax.model import precision
+from t2t_jax.model import masks, precision
 from t2t_jax.model.config import ModelConfig
 from t2t_jax.model.dropout import row_keep_mask
 from t2t_jax.model.layers import glorot_uniform
-from t2t_jax.model import masks
 from t2t_jax.model.masks import DecodeStep
 
 

@@ -9,6 +9,10 @@ from __future__ import annotations
 import json
 import pathlib
 
+from t2t_jax.checkpoint.average import average_last, saved_steps
+from t2t_jax.data.sources import split_text
+from t2t_jax.decode.translate import load_for_inference
+from t2t_jax.evaluate.report import evaluate_texts
 from t2t_jax.model.config import ConfigError
 
 
@@ -22,11 +26,6 @@ def final_splits(config) -> list[str]:
 
 def finish(config, workdir, log=print) -> dict:
     """Average, evaluate, and write ``<workdir>/final.json``; returns {split: report}."""
-    from t2t_jax.checkpoint.average import average_last, saved_steps
-    from t2t_jax.data.sources import split_text
-    from t2t_jax.decode.translate import load_for_inference
-    from t2t_jax.evaluate.report import evaluate_texts
-
     workdir = pathlib.Path(workdir)
     splits = final_splits(config)
     checkpoint, averaged = "latest", None
