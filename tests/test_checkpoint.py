@@ -33,7 +33,7 @@ def command(workdir, *extra):
 
 
 def step_losses(text):
-    return {int(m.group(1)): m.group(2) for m in re.finditer(r"step (\d+)/20 \| loss (\S+)", text)}
+    return {int(m.group(1)): m.group(2) for m in re.finditer(r"step (\d+)/20 \[[#-]+\] +\d+% \| loss (\S+)", text)}
 
 
 def run_until(cmd, predicate, sig):
