@@ -36,18 +36,19 @@ def _cached_step(model, params, encoded, input_segments, cache_length, beam):
             variables = {"params": params}
         else:
             ancestry, variables = cache["ancestry"], {"params": params, "cache": cache["model"]}
+        if ancestry is not None:  # position ``index`` of every hypothesis is written into its own slot
+            ancestry = ancestry.at[:, :, index].set(jnp.arange(beam, dtype=jnp.int32))
         logits, mutated = model.apply(variables, encoded, input_segments, tokens,
                                       DecodeStep(index, cache_length, max(beam, 1), ancestry),
                                       method=Transformer.decode_step, mutable=["cache"])
         return logits, {"model": mutated["cache"], "ancestry": ancestry}
 
     def reorder(cache, source_beams, index):
-        """Hypothesis k now continues source_beams[:, k]: it inherits that hypothesis's ancestry, whose
-        position ``index`` is the source's own slot."""
+        """Hypothesis k now continues source_beams[:, k]: it inherits that hypothesis's ancestry."""
         if cache["ancestry"] is None:  # beam 1: one hypothesis per sentence, nothing to follow
             return cache
-        ancestry = cache["ancestry"].at[:, :, index].set(jnp.arange(beam, dtype=jnp.int32))
-        return {"model": cache["model"], "ancestry": jnp.take_along_axis(ancestry, source_beams[:, :, None], 1)}
+        return {"model": cache["model"],
+                "ancestry": jnp.take_along_axis(cache["ancestry"], source_beams[:, :, None], 1)}
 
     return step, reorder
 
@@ -73,16 +74,17 @@ def translate_uncached(params, inputs, *, cfg: ModelConfig, beam: int = 0, alpha
     (no cache; the reference the cached paths are tested against, and the benchmark's baseline)."""
     model = Transformer(cfg)
     segments, encoded, max_len, max_lengths = _encode(model, params, inputs, cfg)
-    batch, rows = inputs.shape[0], inputs.shape[0] * max(beam, 1)
-    encoded, inputs = jnp.repeat(encoded, max(beam, 1), axis=0), jnp.repeat(inputs, max(beam, 1), axis=0)
+    copies, batch = max(beam, 1), inputs.shape[0]
+    rows = batch * copies
+    encoded, inputs, segments = (jnp.repeat(x, copies, axis=0) for x in (encoded, inputs, segments))
     all_real = jnp.ones((rows, max_len), jnp.int32)
 
     def step(generated, last, index):
         """``generated`` [rows, max_len] plays the cache: the tokens so far, re-read in full every step."""
         generated = jnp.zeros((rows, max_len), jnp.int32) if generated is None else generated
         generated = jnp.where(index > 0, generated.at[:, index - 1].set(last), generated)
-        logits = model.apply({"params": params}, encoded, inputs, generated, jnp.repeat(segments, max(beam, 1), 0),
-                             all_real, method=Transformer.decode)
+        logits = model.apply({"params": params}, encoded, inputs, generated, segments, all_real,
+                             method=Transformer.decode)
         return logits[:, index], generated
 
     if beam == 0:

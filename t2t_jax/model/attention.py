@@ -206,9 +206,7 @@ class MultiHeadAttention(nn.Module):
         bias = masks.cached_self_bias(DecodeStep(step.index, length), self.config.local_window)
         if beam == 1:
             return key, value, bias
-        own = jnp.arange(beam, dtype=jnp.int32)[None, :, None]
-        owner = jnp.where(jnp.arange(length)[None, None, :] == step.index, own, step.ancestry)
-        slot = (jnp.arange(length)[None, None, :] * beam + owner).reshape(batch * beam, length)
+        slot = (jnp.arange(length)[None, None, :] * beam + step.ancestry).reshape(batch * beam, length)
 
         def gather(x):  # [b, length * beam, h, d] -> [b * beam, length, h, d]
             x = jnp.repeat(x, beam, axis=0)

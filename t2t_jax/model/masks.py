@@ -49,8 +49,8 @@ class DecodeStep(NamedTuple):
     Rows are grouped [batch, beam] (beam 1 = greedy). Self-attention caches hold ``length`` positions of
     all ``beam`` hypotheses of a sentence, position-major (entry t * beam + k = position t of the
     hypothesis that occupied beam slot k at step t), so beam search never moves cache contents: it only
-    updates ``ancestry`` [batch, beam, length], the slot that holds each earlier position of every
-    current hypothesis. Position ``index`` is always the row's own slot.
+    updates ``ancestry`` [batch, beam, length]: for t <= index, the slot that holds position t of every
+    current hypothesis (at t = index its own slot; the decoder sets that column before each step).
     """
     index: jax.Array
     length: int
@@ -66,10 +66,8 @@ def cached_self_bias(step: DecodeStep, window: int = 0):
         visible = visible & (position >= step.index - window)
     if step.beam == 1:
         return jnp.where(visible, 0.0, NEG_INF).astype(jnp.float32)[None, None, None, :]
-    own = jnp.arange(step.beam, dtype=jnp.int32)[None, :, None]
-    owner = jnp.where(position[None, None, :] == step.index, own, step.ancestry)  # [batch, beam, length]
-    allowed = visible[None, None, :, None] & (owner[..., None] == jnp.arange(step.beam)[None, None, None, :])
-    batch = owner.shape[0]
+    allowed = visible[None, None, :, None] & (step.ancestry[..., None] == jnp.arange(step.beam))
+    batch = step.ancestry.shape[0]
     return jnp.where(allowed, 0.0, NEG_INF).astype(jnp.float32).reshape(batch, 1, step.beam, -1)
 
 
