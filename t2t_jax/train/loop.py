@@ -112,30 +112,16 @@ def train(config, workdir: str, printer=print) -> dict:
             if checkpointer.due(step) or step == config.train.steps or preempted or out_of_time:
                 _check_finite(sums, step, config)
                 save(step)
-            if out_of_time:
-                stopped = "budget"
+            if out_of_time or preempted:
+                stopped = "budget" if out_of_time else preempted.signal_name
+                reason = f"time budget of {config.train.max_minutes:g} min reached" if out_of_time else stopped
                 checkpointer.wait()
-                say(f"time budget of {config.train.max_minutes:g} min reached: saved the checkpoint at step {step}",
-                    flush=True)
-                break
-            if preempted:
-                stopped = preempted.signal_name
-                checkpointer.wait()
-                say(f"{preempted.signal_name}: saved the checkpoint at step {step}; exiting", flush=True)
+                say(f"{reason}: saved the checkpoint at step {step}", flush=True)
                 break
             if step % config.train.eval_every == 0 or step == config.train.steps:
                 _check_finite(sums, step, config)
-                metrics = evaluate(launcher, state.params, data.eval_batches)
-                say(f"eval step {step} | loss {metrics['loss']:.4f} | ppl {metrics['ppl']:.3f} | "
-                    f"acc {metrics['accuracy']:.4f}", flush=True)
-                bleu_enabled = bool(config.train.bleu_every and data.tokenizer)
-                best_metric = None if bleu_enabled else -metrics["nll"]  # the best slot keys on one metric
-                if bleu_enabled and step % config.train.bleu_every == 0:
-                    metrics["bleu"], samples = dev_bleu(config, cfg, launcher.get_state(state).params, data, say)
-                    best_metric = metrics["bleu"]
-                    events.text("dev/samples", step, samples)
+                metrics, best_metric = _dev_metrics(config, cfg, launcher, state, data, step, events, say)
                 history.append({"split": "eval", "step": step, **metrics})
-                events.scalars("dev", step, metrics)
                 if best_metric is not None:
                     checkpointer.save_best(step, launcher.get_state(state), data_state(), config.to_dict(),
                                            best_metric)
@@ -143,6 +129,21 @@ def train(config, workdir: str, printer=print) -> dict:
     checkpointer.close()
     events.close()
     return _summarize_run(workdir, lead, step, start, started, history, launcher.get_state(state), say, stopped)
+
+
+def _dev_metrics(config, cfg, launcher, state, data, step, events, say):
+    """(dev loss metrics [+ "bleu"], the metric the best slot keys on at this step or None)."""
+    metrics = evaluate(launcher, state.params, data.eval_batches)
+    say(f"eval step {step} | loss {metrics['loss']:.4f} | ppl {metrics['ppl']:.3f} | "
+        f"acc {metrics['accuracy']:.4f}", flush=True)
+    bleu_enabled = bool(config.train.bleu_every and data.tokenizer)
+    best_metric = None if bleu_enabled else -metrics["nll"]  # the best slot keys on one metric
+    if bleu_enabled and step % config.train.bleu_every == 0:
+        metrics["bleu"], samples = dev_bleu(config, cfg, launcher.get_state(state).params, data, say)
+        best_metric = metrics["bleu"]
+        events.text("dev/samples", step, samples)
+    events.scalars("dev", step, metrics)
+    return metrics, best_metric
 
 
 def dev_bleu(config, cfg, params, data, say) -> tuple[float, str]:
