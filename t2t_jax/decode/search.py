@@ -16,6 +16,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from t2t_jax.decode.topk import top_k_rows
+
 NEG_INF = -1e9
 
 
@@ -27,10 +29,10 @@ def greedy_search(step_fn, batch: int, max_lengths, max_len: int, eos_id: int, s
     """(tokens [batch, max_len], summed log-probs [batch]); positions after EOS hold pad (0)."""
     def advance(carry, cache, logits):
         t, tokens, finished, score = carry
-        logp = jax.nn.log_softmax(logits.astype(jnp.float32))
-        choice = jnp.argmax(logp, axis=-1).astype(jnp.int32)
-        choice = jnp.where(finished, 0, choice)
-        score = score + jnp.where(finished, 0.0, jnp.take_along_axis(logp, choice[:, None], 1)[:, 0])
+        logits = logits.astype(jnp.float32)
+        logp, choice = top_k_rows(logits[:, None], -jax.nn.logsumexp(logits, -1)[:, None], 1)
+        choice = jnp.where(finished, 0, choice[:, 0])
+        score = score + jnp.where(finished, 0.0, logp[:, 0])
         tokens = tokens.at[:, t].set(choice)
         finished = finished | (choice == eos_id) | (t + 1 >= max_lengths)
         return (t + 1, tokens, finished, score), cache, choice
@@ -80,9 +82,10 @@ def beam_search(step_fn, batch: int, beam: int, alpha: float, max_lengths, max_l
     def advance(state, cache, logits):
         t, alive_seqs, alive_logp, fin_seqs, fin_scores = state
         vocab = logits.shape[-1]
-        logp = jax.nn.log_softmax(logits.astype(jnp.float32)).reshape(batch, beam, vocab)
-        candidates = (alive_logp[:, :, None] + logp).reshape(batch, beam * vocab)
-        top_logp, top_index = jax.lax.top_k(candidates, 2 * beam)
+        logits = logits.astype(jnp.float32).reshape(batch, beam, vocab)
+        # candidate (k, v): log P(hypothesis k) + log_softmax(logits[k])[v], ranked without materialising it
+        offset = alive_logp - jax.nn.logsumexp(logits, -1)
+        top_logp, top_index = top_k_rows(logits, offset, 2 * beam)
         source_beam, token = top_index // vocab, (top_index % vocab).astype(jnp.int32)
         seqs = _gather_beams(alive_seqs, source_beam).at[:, :, t].set(token)
         ends = (token == eos_id) | (t + 1 >= max_lengths)[:, None]
