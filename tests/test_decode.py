@@ -3,6 +3,7 @@ import math
 import subprocess
 import sys
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -46,6 +47,23 @@ def test_cached_beam_search_equals_full_recomputation(params, beam):
     full, full_score = translate_uncached(params, src, cfg=CFG, beam=beam, nbest=beam)
     np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
     np.testing.assert_allclose(np.asarray(cached_score), np.asarray(full_score), rtol=1e-5, atol=1e-5)
+
+@pytest.mark.parametrize("beam", [0, 4])
+def test_phased_caches_equal_full_recomputation(params, monkeypatch, beam):
+    """Caches that start at 16 positions and grow (16 -> 32 -> 59) between loop phases, as large batches
+    decode, give the uncached search's n-best and scores."""
+    from t2t_jax.decode import decoder
+
+    monkeypatch.setattr(decoder, "PHASE_MIN_BYTES", 0)
+    assert decoder.cache_phases(CFG, 3, beam, 59) == (16, 32, 59)
+    src = sources()
+    phased = jax.jit(translate_ids.__wrapped__, static_argnames=("cfg", "beam", "nbest"))
+    cached, cached_score = phased(params, src, cfg=CFG, beam=beam, nbest=max(beam, 1))
+    full, full_score = translate_uncached(params, src, cfg=CFG, beam=beam, nbest=max(beam, 1))
+    np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
+    np.testing.assert_allclose(np.asarray(cached_score), np.asarray(full_score), rtol=1e-5, atol=1e-5)
+    assert (np.asarray(cached)[..., 40:] != 0).any()  # some hypotheses ran into the last phase
+
 
 def test_beam_one_equals_greedy(params):
     src = sources(seed=1)

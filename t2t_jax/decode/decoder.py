@@ -12,6 +12,8 @@ from t2t_jax.model.config import ModelConfig
 from t2t_jax.model.masks import DecodeStep
 
 EXTRA_LENGTH = 50  # §6.1: maximum output length = input length + 50
+PHASE_START = 16  # steps in the first decode phase (see cache_phases)
+PHASE_MIN_BYTES = 4 << 20  # one layer's self-attention caches below this: a single loop
 
 
 def decode_length(cfg: ModelConfig, source_len: int) -> int:
@@ -27,19 +29,38 @@ def _encode(model, params, inputs, cfg: ModelConfig):
     return segments, encoded, max_len, jnp.minimum(segments.sum(-1) + EXTRA_LENGTH, max_len)
 
 
-def _cached_step(model, params, encoded, input_segments, cache_length, beam):
-    """(step_fn, reorder_fn) over the model's grouped caches: the search's cache is the model's "cache"
-    collection plus the beam ancestry [batch, beam, length]; reordering updates only the ancestry."""
+def cache_phases(cfg: ModelConfig, batch: int, beam: int, max_len: int):
+    """Step bounds at which the self-attention caches grow (doubling from PHASE_START to ``max_len``), or ()
+    for one full-size loop when a layer's caches are under PHASE_MIN_BYTES (they stay in CPU caches).
+
+    At batch 64 × beam 4 a tiny model's caches are 18 MB a layer, read from memory at every step; with full
+    buffers the early steps read mostly empty slots. Sized to the phase, a step reads < 2× what is written.
+    Each phase compiles its own loop body, hence doubling (few phases) and the size threshold."""
+    heads = cfg.key_value_heads
+    layer_bytes = batch * max(beam, 1) * max_len * heads * (cfg.head_dim_k + cfg.head_dim_v) * jnp.dtype(cfg.dtype).itemsize
+    if layer_bytes < PHASE_MIN_BYTES:
+        return ()
+    bounds = [PHASE_START]
+    while bounds[-1] * 2 < max_len:
+        bounds.append(bounds[-1] * 2)
+    return tuple(b for b in bounds if b < max_len) + (max_len,)
+
+
+def _cached_step(model, params, encoded, input_segments, first_length, beam):
+    """(step_fn, reorder_fn, grow_fn) over the model's grouped caches: the search's cache is the model's
+    "cache" collection plus the beam ancestry [batch, beam, length]; reordering updates only the ancestry.
+    Caches are created for ``first_length`` positions; a step reads its length off the caches."""
     def step(cache, tokens, index):
         if cache is None:
-            ancestry = jnp.zeros((encoded.shape[0], beam, cache_length), jnp.int32) if beam > 1 else None
-            variables = {"params": params}
+            ancestry = jnp.zeros((encoded.shape[0], beam, first_length), jnp.int32) if beam > 1 else None
+            variables, length = {"params": params}, first_length
         else:
             ancestry, variables = cache["ancestry"], {"params": params, "cache": cache["model"]}
+            length = _cache_length(cache["model"], max(beam, 1))
         if ancestry is not None:  # position ``index`` of every hypothesis is written into its own slot
             ancestry = ancestry.at[:, :, index].set(jnp.arange(beam, dtype=jnp.int32))
         logits, mutated = model.apply(variables, encoded, input_segments, tokens,
-                                      DecodeStep(index, cache_length, max(beam, 1), ancestry),
+                                      DecodeStep(index, length, max(beam, 1), ancestry),
                                       method=Transformer.decode_step, mutable=["cache"])
         return logits, {"model": mutated["cache"], "ancestry": ancestry}
 
@@ -50,7 +71,32 @@ def _cached_step(model, params, encoded, input_segments, cache_length, beam):
         return {"model": cache["model"],
                 "ancestry": jnp.take_along_axis(cache["ancestry"], source_beams[:, :, None], 1)}
 
-    return step, reorder
+    def grow(cache, length):
+        """Zero-pad the self-attention caches (slots are position-major) and the ancestry to ``length``."""
+        slots = length * max(beam, 1)
+
+        def pad(path, leaf):
+            axis = {"cached_key": 3, "cached_value": 2}.get(getattr(path[-1], "key", None))
+            if axis is None:
+                return leaf
+            widths = [(0, 0)] * leaf.ndim
+            widths[axis] = (0, slots - leaf.shape[axis])
+            return jnp.pad(leaf, widths)
+
+        ancestry = cache["ancestry"]
+        if ancestry is not None:
+            ancestry = jnp.pad(ancestry, ((0, 0), (0, 0), (0, length - ancestry.shape[-1])))
+        return {"model": jax.tree_util.tree_map_with_path(pad, cache["model"]), "ancestry": ancestry}
+
+    return step, reorder, grow
+
+
+def _cache_length(model_cache, beam: int) -> int:
+    """Positions the self-attention caches hold (all layers alike)."""
+    for path, leaf in jax.tree_util.tree_leaves_with_path(model_cache):
+        if getattr(path[-1], "key", None) == "cached_value":
+            return leaf.shape[2] // beam
+    raise ValueError("decode cache has no self-attention 'cached_value'")
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest"))
@@ -60,12 +106,14 @@ def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: flo
     model = Transformer(cfg)
     segments, encoded, max_len, max_lengths = _encode(model, params, inputs, cfg)
     batch = inputs.shape[0]
-    step, reorder = _cached_step(model, params, encoded, segments, max_len, beam)
+    phases = cache_phases(cfg, batch, beam, max_len)
+    step, reorder, grow = _cached_step(model, params, encoded, segments, phases[0] if phases else max_len, beam)
     if beam == 0:
-        tokens, score = greedy_search(step, batch, max_lengths, max_len, cfg.eos_id, cfg.pad_id)
+        tokens, score = greedy_search(step, batch, max_lengths, max_len, cfg.eos_id, cfg.pad_id,
+                                      phases=phases, grow_fn=grow)
         return tokens[:, None], score[:, None]
     return beam_search(step, batch, beam, alpha, max_lengths, max_len, cfg.eos_id, cfg.pad_id, nbest=nbest,
-                       reorder_fn=reorder)
+                       reorder_fn=reorder, phases=phases, grow_fn=grow)
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest"))

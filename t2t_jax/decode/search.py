@@ -25,8 +25,10 @@ def length_penalty(length, alpha: float):
     return ((5.0 + jnp.asarray(length, jnp.float32)) / 6.0) ** alpha
 
 
-def greedy_search(step_fn, batch: int, max_lengths, max_len: int, eos_id: int, start_id: int = 0):
-    """(tokens [batch, max_len], summed log-probs [batch]); positions after EOS hold pad (0)."""
+def greedy_search(step_fn, batch: int, max_lengths, max_len: int, eos_id: int, start_id: int = 0,
+                  phases=(), grow_fn=None):
+    """(tokens [batch, max_len], summed log-probs [batch]); positions after EOS hold pad (0).
+    ``phases`` / ``grow_fn``: see ``run_loop``."""
     def advance(carry, cache, logits):
         t, tokens, finished, score = carry
         logits = logits.astype(jnp.float32)
@@ -51,7 +53,7 @@ def greedy_search(step_fn, batch: int, max_lengths, max_len: int, eos_id: int, s
         logits, cache = step_fn(cache, last, carry[0])
         return advance(carry, cache, logits)
 
-    (_, tokens, _, score), _, _ = jax.lax.while_loop(cond, body, (carry, cache, last))
+    (_, tokens, _, score), _, _ = run_loop(cond, body, (carry, cache, last), phases, grow_fn)
     return tokens, score
 
 
@@ -70,13 +72,13 @@ def gather_rows(cache, source_beams, index):
 
 
 def beam_search(step_fn, batch: int, beam: int, alpha: float, max_lengths, max_len: int, eos_id: int,
-                start_id: int = 0, nbest: int = 1, reorder_fn=gather_rows):
+                start_id: int = 0, nbest: int = 1, reorder_fn=gather_rows, phases=(), grow_fn=None):
     """(sequences [batch, beam, max_len], scores [batch, beam]) best first; rows of step_fn are batch*beam.
 
     ``reorder_fn(cache, source_beams [batch, beam], index)`` makes the cache follow the surviving
     hypotheses after the step at ``index``. Stops once no alive hypothesis can beat the ``nbest``-th
     finished one (nbest=1: the best, §6.1); the first ``nbest`` rows are then exact, later rows are
-    whatever finished before the stop."""
+    whatever finished before the stop. ``phases`` / ``grow_fn``: see ``run_loop``."""
     vocab_rows = batch * beam
 
     def advance(state, cache, logits):
@@ -121,5 +123,17 @@ def beam_search(step_fn, batch: int, beam: int, alpha: float, max_lengths, max_l
         logits, cache = step_fn(cache, last, state[0])
         return advance(state, cache, logits)
 
-    (_, _, _, fin_seqs, fin_scores), _, _ = jax.lax.while_loop(cond, body, (state, cache, last))
+    (_, _, _, fin_seqs, fin_scores), _, _ = run_loop(cond, body, (state, cache, last), phases, grow_fn)
     return fin_seqs, fin_scores
+
+
+def run_loop(cond, body, carry, phases=(), grow_fn=None):
+    """``lax.while_loop`` over carries (search state, cache, last tokens), split at the step bounds
+    ``phases`` (increasing; empty = one loop): before the loop that ends at bound ``end``,
+    ``grow_fn(cache, end)`` enlarges the cache to hold ``end`` positions. Each loop then runs on caches
+    sized to its bound, so a step reads at most the next bound's worth of cache, not the whole."""
+    for i, end in enumerate(phases):
+        if i:
+            carry = (carry[0], grow_fn(carry[1], end), carry[2])
+        carry = jax.lax.while_loop(lambda c, end=end: cond(c) & (c[0][0] < end), body, carry)
+    return jax.lax.while_loop(cond, body, carry) if not phases else carry

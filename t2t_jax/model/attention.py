@@ -8,6 +8,7 @@ additive float32 bias broadcastable to [b, h, q, k]; it returns [b, q, h, d_v].
 """
 from __future__ import annotations
 
+import itertools
 from typing import Callable, Optional
 
 import flax.linen as nn
@@ -128,17 +129,21 @@ class MultiHeadAttention(nn.Module):
         cfg = self.config
         h, dk, dv, kv = cfg.num_heads, cfg.head_dim_k, cfg.head_dim_v, cfg.key_value_heads
         to_heads = glorot_uniform(in_axis=0, out_axis=(1, 2))
-        query = Projection("btd,dhk->bthk", (cfg.d_model, h, dk), to_heads, cfg.dtype, cfg.attention_bias,
-                           name="query")(inputs_q)
+        query_proj = Projection("btd,dhk->bthk", (cfg.d_model, h, dk), to_heads, cfg.dtype, cfg.attention_bias,
+                                name="query")
         key_proj = Projection("btd,dhk->bthk", (cfg.d_model, kv, dk), to_heads, cfg.dtype, cfg.attention_bias,
                               name="key")
         value_proj = Projection("btd,dhk->bthk", (cfg.d_model, kv, dv), to_heads, cfg.dtype, cfg.attention_bias,
                                 name="value")
+        if decode == "self":  # a step has few rows: one product with [W_q | W_k | W_v] instead of three
+            query, key, value = project_together(inputs_q, (query_proj, key_proj, value_proj), cfg.dtype)
+        else:
+            query = query_proj(inputs_q)
         if decode is not None:
             if decode == "cross":
                 key_t, value_t = self._cross_cache(key_proj, value_proj, inputs_kv)
             else:
-                key_t, value_t = self._self_cache(key_proj(inputs_kv), value_proj(inputs_kv), step)
+                key_t, value_t = self._self_cache(key, value, step)
             out = self._attend_cached(query, self._share(key_t), self._share(value_t), bias, step, decode)
         else:
             out = self._attend(query, self._share(key_proj(inputs_kv), axis=2), self._share(value_proj(inputs_kv), axis=2),
@@ -250,9 +255,28 @@ class Projection(nn.Module):
 
     @nn.compact
     def __call__(self, x):
-        kernel = self.param("kernel", self.initializer, self.shape, jnp.float32)
+        kernel, bias = self.weights()
         y = precision.einsum(self.equation, x, kernel, self.dtype)
-        if self.use_bias:
-            out_dims = self.shape[1:] if self.equation.endswith("bthk") else self.shape[-1:]
-            y = y + self.param("bias", nn.initializers.zeros, out_dims, jnp.float32).astype(y.dtype)
-        return y
+        return y if bias is None else y + bias.astype(y.dtype)
+
+    @nn.compact
+    def weights(self):
+        """(kernel, bias or None) as stored."""
+        kernel = self.param("kernel", self.initializer, self.shape, jnp.float32)
+        if not self.use_bias:
+            return kernel, None
+        out_dims = self.shape[1:] if self.equation.endswith("bthk") else self.shape[-1:]
+        return kernel, self.param("bias", nn.initializers.zeros, out_dims, jnp.float32)
+
+
+def project_together(x, projections, dtype):
+    """The "btd,dhk->bthk" projections of one input as a single matmul with their kernels side by side,
+    split back into [b, t, heads, dim] per projection (same products as applying each)."""
+    weights = [projection.weights() for projection in projections]
+    kernels = [kernel.reshape(kernel.shape[0], -1) for kernel, _ in weights]
+    y = precision.einsum("btd,df->btf", x, jnp.concatenate(kernels, axis=1), dtype)
+    if weights[0][1] is not None:
+        y = y + jnp.concatenate([bias.reshape(-1) for _, bias in weights]).astype(y.dtype)
+    ends = list(itertools.accumulate(k.shape[1] for k in kernels))
+    return [part.reshape(part.shape[:2] + kernel.shape[1:])
+            for part, (kernel, _) in zip(jnp.split(y, ends[:-1], axis=-1), weights)]
