@@ -4,6 +4,8 @@
 
 Random-init weights never emit EOS, so every hypothesis runs to the §6.1 limit (source length + 50):
 a fixed, comparable amount of work. Uncached = re-running the whole decoder on the prefix every step.
+All modes compute in float32 (as HF on CPU) except ``beam4_cached_bf16``: the same float32 weights with
+bfloat16 matmul inputs and float32 accumulation, the compute dtype of the project's training recipes.
 """
 from __future__ import annotations
 
@@ -70,13 +72,15 @@ def main():
     report = {"source_length": args.source_length, "output_length": args.source_length + 50, "results": []}
     for name in args.sizes.split(","):
         cfg = model_config(SIZES[name], "float32")
+        cfg_bf16 = model_config(SIZES[name], "bfloat16")
         params = init_params(cfg, seed=0)
         for batch in map(int, args.batches.split(",")):
             src = np.random.default_rng(0).integers(3, cfg.vocab_size, (batch, args.source_length)).astype(np.int32)
             runs = [("greedy_cached", lambda: translate_ids(params, src, cfg=cfg, beam=0)),
-                    ("beam4_cached", lambda: translate_ids(params, src, cfg=cfg, beam=4))]
+                    ("beam4_cached", lambda: translate_ids(params, src, cfg=cfg, beam=4)),
+                    ("beam4_cached_bf16", lambda: translate_ids(params, src, cfg=cfg_bf16, beam=4))]
             if batch == 1 or name == "tiny":
-                runs.append(("translate_uncached", lambda: translate_uncached(params, src, cfg=cfg)))
+                runs.append(("greedy_uncached", lambda: translate_uncached(params, src, cfg=cfg)))
             if not args.no_hf:
                 runs.append(("hf_marian_beam4", hf_generate(params, cfg, src, args.source_length + 50)))
             for label, fn in runs:
