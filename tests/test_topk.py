@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from t2t_jax.decode.topk import CHUNK, top_k_rows
+from t2t_jax.decode.topk import CHUNK, log_softmax_top_k, top_k_rows
 
 
 def reference(x, offset, k):
@@ -35,6 +35,20 @@ def test_two_pass_top_k_equals_lax_top_k(rows, n, k, ties):
         want = jax.jit(reference, static_argnums=2)(x, offset, k)
         np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want[1]))
         np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want[0]))
+
+
+@pytest.mark.parametrize("rows,n,k", [(4, 8 * CHUNK, 8), (1, 4 * CHUNK, 1), (3, 100, 6)])
+def test_log_softmax_top_k_ranks_hypothesis_log_probabilities(rows, n, k):
+    """prior + log_softmax(logits), ranked over rows and vocabulary: the same entries as ``lax.top_k`` on the
+    materialised candidates, and the same log-probabilities."""
+    rng = np.random.default_rng(n + k)
+    x = (rng.normal(size=(5, rows, n)) * 3).astype(np.float32)
+    prior = (rng.normal(size=(5, rows)) * 2).astype(np.float32)
+    values, indices = jax.jit(log_softmax_top_k, static_argnums=2)(x, prior, k)
+    candidates = (prior[..., None] + jax.nn.log_softmax(x, -1)).reshape(5, rows * n)
+    want_values, want_indices = jax.lax.top_k(candidates, k)
+    np.testing.assert_array_equal(np.asarray(indices), np.asarray(want_indices))
+    np.testing.assert_allclose(np.asarray(values), np.asarray(want_values), rtol=1e-6, atol=1e-5)
 
 
 def test_the_best_entry_in_the_last_chunk_is_found():

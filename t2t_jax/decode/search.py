@@ -16,7 +16,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from t2t_jax.decode.topk import top_k_rows
+from t2t_jax.decode.topk import log_softmax_top_k
 
 NEG_INF = -1e9
 
@@ -32,7 +32,7 @@ def greedy_search(step_fn, batch: int, max_lengths, max_len: int, eos_id: int, s
     def advance(carry, cache, logits):
         t, tokens, finished, score = carry
         logits = logits.astype(jnp.float32)
-        logp, choice = top_k_rows(logits[:, None], -jax.nn.logsumexp(logits, -1)[:, None], 1)
+        logp, choice = log_softmax_top_k(logits[:, None], jnp.zeros((batch, 1)), 1)
         choice = jnp.where(finished, 0, choice[:, 0])
         score = score + jnp.where(finished, 0.0, logp[:, 0])
         tokens = tokens.at[:, t].set(choice)
@@ -86,8 +86,7 @@ def beam_search(step_fn, batch: int, beam: int, alpha: float, max_lengths, max_l
         vocab = logits.shape[-1]
         logits = logits.astype(jnp.float32).reshape(batch, beam, vocab)
         # candidate (k, v): log P(hypothesis k) + log_softmax(logits[k])[v], ranked without materialising it
-        offset = alive_logp - jax.nn.logsumexp(logits, -1)
-        top_logp, top_index = top_k_rows(logits, offset, 2 * beam)
+        top_logp, top_index = log_softmax_top_k(logits, alive_logp, 2 * beam)
         source_beam, token = top_index // vocab, (top_index % vocab).astype(jnp.int32)
         seqs = _gather_beams(alive_seqs, source_beam).at[:, :, t].set(token)
         ends = (token == eos_id) | (t + 1 >= max_lengths)[:, None]

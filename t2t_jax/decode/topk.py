@@ -3,10 +3,10 @@
 Each decoding step ranks, per sentence, the beam × vocab candidates ``logits[b, r, v] + offset[b, r]``
 (offset = the hypothesis's log-probability minus its log-normaliser, so the candidate is the hypothesis's
 new log-probability). XLA:CPU's ``top_k`` over the materialised [64, 4 × 8192] candidates took 3 ms a step
-(``argmax`` 2 ms at [64, 8192]), as long as the whole output projection. Here the logits are read once
-for the maxima of ``CHUNK``-entry chunks (offset added per chunk: rounding is monotone, so
-max(x) + c == max(x + c) exactly), the k best chunks are picked, and ``top_k`` runs over their k × CHUNK
-entries only.
+(``argmax`` 2 ms at [64, 8192]), as long as the whole output projection. Here the logits are read for the
+maxima of ``CHUNK``-entry chunks (offset added per chunk: rounding is monotone, so max(x) + c == max(x + c)
+exactly), the k best chunks are picked, and ``top_k`` runs over their k × CHUNK entries only; the
+log-normaliser reuses the chunk maxima (one more read of the logits, for the exp-sum).
 
 Exact, ties included: a top-k entry's chunk has a maximum at least as good, and chunk maxima are distinct
 entries ordered as ``lax.top_k`` orders entries (value, then lower index), so every top-k entry lies in one
@@ -24,11 +24,29 @@ CHUNK = 128
 def top_k_rows(x, offset, k: int):
     """(values, indices) of the ``k`` largest of ``(x + offset[..., None])`` flattened over its last two
     axes: x [batch, rows, n], offset [batch, rows] -> [batch, k] each, index = row * n + column."""
+    return _top_k(x, offset, k, None)
+
+
+def log_softmax_top_k(logits, prior, k: int):
+    """The ``k`` best of ``prior[b, r] + log_softmax(logits[b, r])[v]`` over (r, v), as ``top_k_rows``; the
+    log-normaliser's maximum comes from the chunk maxima, so the logits are read twice (maxima, exp-sum)
+    rather than three times."""
+    return _top_k(logits, prior, k, logsumexp_offset=True)
+
+
+def _top_k(x, offset, k, logsumexp_offset):
     batch, rows, n = x.shape
-    if n % CHUNK or rows * n < 2 * k * CHUNK:  # one pass: few chunks, or a vocabulary CHUNK does not divide
+    one_pass = n % CHUNK or rows * n < 2 * k * CHUNK  # few chunks, or a vocabulary CHUNK does not divide
+    if one_pass:
+        if logsumexp_offset:
+            offset = offset - jax.nn.logsumexp(x, -1)
         return jax.lax.top_k((x + offset[..., None]).reshape(batch, rows * n), k)
+    chunk_maxima = x.reshape(batch, rows, n // CHUNK, CHUNK).max(-1)
+    if logsumexp_offset:  # log sum exp(x) = m + log sum exp(x - m), m the row maximum (as jax.nn.logsumexp)
+        row_max = jax.lax.stop_gradient(chunk_maxima.max(-1))
+        offset = offset - (row_max + jnp.log(jnp.exp(x - row_max[..., None]).sum(-1)))
     chunks = x.reshape(batch, rows * (n // CHUNK), CHUNK)
-    maxima = (x.reshape(batch, rows, n // CHUNK, CHUNK).max(-1) + offset[..., None]).reshape(batch, -1)
+    maxima = (chunk_maxima + offset[..., None]).reshape(batch, -1)
     _, best = jax.lax.top_k(maxima, k)
     best = jnp.sort(best, axis=-1)  # position order: the last pass breaks ties by lower index
     chunk_offset = jnp.take_along_axis(offset, best // (n // CHUNK), axis=-1)
