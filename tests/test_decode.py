@@ -1,4 +1,5 @@
 """Decoding and BLEU: cached == recomputed, beam 1 == greedy, hand-set beam search, batching, BLEU protocols."""
+import dataclasses
 import math
 import subprocess
 import sys
@@ -48,18 +49,20 @@ def test_cached_beam_search_equals_full_recomputation(params, beam):
     np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
     np.testing.assert_allclose(np.asarray(cached_score), np.asarray(full_score), rtol=1e-5, atol=1e-5)
 
-@pytest.mark.parametrize("beam", [0, 4])
-def test_phased_caches_equal_full_recomputation(params, monkeypatch, beam):
+@pytest.mark.parametrize("beam,variant", [(0, {}), (4, {}), (4, {"attention": "relative", "positions": "none"})])
+def test_phased_caches_equal_full_recomputation(params, monkeypatch, beam, variant):
     """Caches that start at 16 positions and grow (16 -> 32 -> 59) between loop phases, as large batches
-    decode, give the uncached search's n-best and scores."""
+    decode, give the uncached search's n-best and scores (also where attention reads per-row histories)."""
     from t2t_jax.decode import decoder
 
     monkeypatch.setattr(decoder, "PHASE_MIN_BYTES", 0)
-    assert decoder.cache_phases(CFG, 3, beam, 59) == (16, 32, 59)
+    cfg = dataclasses.replace(CFG, **variant)
+    params = init_params(cfg, seed=3) if variant else params
+    assert decoder.cache_phases(cfg, 3, beam, 59) == (16, 32, 59)
     src = sources()
     phased = jax.jit(translate_ids.__wrapped__, static_argnames=("cfg", "beam", "nbest"))
-    cached, cached_score = phased(params, src, cfg=CFG, beam=beam, nbest=max(beam, 1))
-    full, full_score = translate_uncached(params, src, cfg=CFG, beam=beam, nbest=max(beam, 1))
+    cached, cached_score = phased(params, src, cfg=cfg, beam=beam, nbest=max(beam, 1))
+    full, full_score = translate_uncached(params, src, cfg=cfg, beam=beam, nbest=max(beam, 1))
     np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
     np.testing.assert_allclose(np.asarray(cached_score), np.asarray(full_score), rtol=1e-5, atol=1e-5)
     assert (np.asarray(cached)[..., 40:] != 0).any()  # some hypotheses ran into the last phase
