@@ -59,9 +59,9 @@ def decode_summary(decode: dict) -> dict:
     for key, row in summary.items():
         if "hf_marian_beam4_sentences_per_s" in row:
             row["beam4_vs_hf"] = row["beam4_cached_sentences_per_s"] / row["hf_marian_beam4_sentences_per_s"]
-            if "beam4_cached_bf16_sentences_per_s" in row:
-                row["beam4_bf16_vs_hf"] = (row["beam4_cached_bf16_sentences_per_s"]
-                                           / row["hf_marian_beam4_sentences_per_s"])
+        if "hf_marian_beam4_bf16_sentences_per_s" in row:
+            row["beam4_bf16_vs_hf_bf16"] = (row["beam4_cached_bf16_sentences_per_s"]
+                                            / row["hf_marian_beam4_bf16_sentences_per_s"])
         if "greedy_uncached_sentences_per_s" in row:
             row["cached_vs_uncached_greedy"] = row["greedy_cached_sentences_per_s"] / row["greedy_uncached_sentences_per_s"]
     return summary
