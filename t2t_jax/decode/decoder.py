@@ -31,13 +31,13 @@ def _encode(model, params, inputs, cfg: ModelConfig):
 
 def cache_phases(cfg: ModelConfig, batch: int, beam: int, max_len: int):
     """Step bounds at which the self-attention caches grow (doubling from PHASE_START to ``max_len``), or ()
-    for one full-size loop when a layer's caches are under PHASE_MIN_BYTES (they stay in CPU caches).
+    for one full-size loop when a layer's caches are under PHASE_MIN_BYTES (reading them whole is cheap).
 
     At batch 64 × beam 4 a tiny model's caches are 18 MB a layer, read from memory at every step; with full
     buffers the early steps read mostly empty slots. Sized to the phase, a step reads < 2× what is written.
     Each phase compiles its own loop body, hence doubling (few phases) and the size threshold."""
-    heads = cfg.key_value_heads
-    layer_bytes = batch * max(beam, 1) * max_len * heads * (cfg.head_dim_k + cfg.head_dim_v) * jnp.dtype(cfg.dtype).itemsize
+    per_position = cfg.key_value_heads * (cfg.head_dim_k + cfg.head_dim_v) * jnp.dtype(cfg.dtype).itemsize
+    layer_bytes = batch * max(beam, 1) * max_len * per_position
     if layer_bytes < PHASE_MIN_BYTES:
         return ()
     bounds = [PHASE_START]

@@ -43,7 +43,7 @@ def _top_k(x, offset, k, logsumexp_offset):
         return jax.lax.top_k((x + offset[..., None]).reshape(batch, rows * n), k)
     chunk_maxima = x.reshape(batch, rows, n // CHUNK, CHUNK).max(-1)
     if logsumexp_offset:  # log sum exp(x) = m + log sum exp(x - m), m the row maximum (as jax.nn.logsumexp)
-        row_max = jax.lax.stop_gradient(chunk_maxima.max(-1))
+        row_max = chunk_maxima.max(-1)
         offset = offset - (row_max + jnp.log(jnp.exp(x - row_max[..., None]).sum(-1)))
     chunks = x.reshape(batch, rows * (n // CHUNK), CHUNK)
     maxima = (chunk_maxima + offset[..., None]).reshape(batch, -1)
