@@ -79,6 +79,11 @@ def test_main_job_command_train_average_evaluate_translate_export(tmp_path):
         "--output", str(tmp_path / "out.de"))
     lines = (tmp_path / "out.de").read_text(encoding="utf-8").split("\n")
     assert len(lines) >= 3 and lines[1] == ""  # an empty line stays empty and in place
+    # compiled decoders were kept in the workdir; a second translate loads them and says the same
+    assert any(path.name.startswith("jit_translate_ids") for path in (workdir / "jax_cache").iterdir())
+    run("t2t_jax.translate", "--workdir", str(workdir), "--checkpoint", "averaged", "--input", str(source),
+        "--output", str(tmp_path / "again.de"))
+    assert (tmp_path / "again.de").read_text(encoding="utf-8").split("\n") == lines
     run("t2t_jax.export", "--workdir", str(workdir), "--checkpoint", "averaged", "--format", "safetensors",
         "--out", str(tmp_path / "export"))
     tensors = load_file(str(tmp_path / "export" / "params.safetensors"))

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import pathlib
 import sys
 
 from t2t_jax.config import load_config
@@ -28,6 +30,19 @@ def quiet_libraries() -> None:
     from absl import logging as absl_logging
 
     absl_logging.set_verbosity(absl_logging.ERROR)
+
+
+def use_compilation_cache(workdir) -> None:
+    """Keep compiled decoders in ``<workdir>/jax_cache`` (JAX's persistent compilation cache), so a later
+    translate / evaluate of the same model and batch shapes loads them instead of compiling: each
+    beam-search shape compiles for ~3 s on CPU, ~15 of the 24 s of a first Multi30k test-set evaluation.
+    Call before anything is compiled; an explicit ``JAX_COMPILATION_CACHE_DIR`` wins; not a workdir: no-op."""
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR") or not (pathlib.Path(workdir) / "config.json").exists():
+        return
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", str(pathlib.Path(workdir) / "jax_cache"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # small models compile fast too
 
 
 def fail(message: str) -> None:

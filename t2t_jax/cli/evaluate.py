@@ -6,7 +6,7 @@ import pathlib
 
 import ml_collections
 
-from t2t_jax.cli.common import fail, quiet_libraries
+from t2t_jax.cli.common import fail, quiet_libraries, use_compilation_cache
 from t2t_jax.data.text import DataError, read_parallel
 from t2t_jax.model.config import ConfigError
 
@@ -25,6 +25,7 @@ def main(argv=None):
     if bool(args.src) != bool(args.ref) or bool(args.src) == bool(args.split):
         parser.error("give either --src and --ref, or --split")
     quiet_libraries()
+    use_compilation_cache(args.workdir)
     from t2t_jax.data.sources import split_text
     from t2t_jax.decode.translate import load_for_inference
     from t2t_jax.evaluate.report import evaluate_texts

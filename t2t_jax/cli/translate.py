@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from t2t_jax.cli.common import fail, quiet_libraries
+from t2t_jax.cli.common import fail, quiet_libraries, use_compilation_cache
 from t2t_jax.data.text import DataError, read_lines
 from t2t_jax.model.config import ConfigError
 
@@ -26,6 +26,7 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     quiet_libraries()
+    use_compilation_cache(args.workdir)
     from t2t_jax.decode.translate import load_for_inference, translate_texts
 
     try:
