@@ -8,6 +8,7 @@ import jax.numpy as jnp
 
 from t2t_jax.decode.search import beam_search, greedy_search
 from t2t_jax.model import Transformer
+from t2t_jax.model.attention import grow_self_caches, self_cache_positions
 from t2t_jax.model.config import ModelConfig
 from t2t_jax.model.masks import DecodeStep
 
@@ -30,8 +31,8 @@ def _encode(model, params, inputs, cfg: ModelConfig):
 
 
 def cache_phases(cfg: ModelConfig, batch: int, beam: int, max_len: int):
-    """Step bounds at which the self-attention caches grow (doubling from PHASE_START to ``max_len``), or ()
-    for one full-size loop when a layer's caches are under PHASE_MIN_BYTES (reading them whole is cheap).
+    """Step bounds at which the self-attention caches grow (doubling from PHASE_START to ``max_len``), or
+    (max_len,), one full-size loop, when a layer's caches are under PHASE_MIN_BYTES (reading them whole is cheap).
 
     At batch 64 × beam 4 a tiny model's caches are 18 MB a layer, read from memory at every step; with full
     buffers the early steps read mostly empty slots. Sized to the phase, a step reads < 2× what is written.
@@ -39,7 +40,7 @@ def cache_phases(cfg: ModelConfig, batch: int, beam: int, max_len: int):
     per_position = cfg.key_value_heads * (cfg.head_dim_k + cfg.head_dim_v) * jnp.dtype(cfg.dtype).itemsize
     layer_bytes = batch * max(beam, 1) * max_len * per_position
     if layer_bytes < PHASE_MIN_BYTES:
-        return ()
+        return (max_len,)
     bounds = [PHASE_START]
     while bounds[-1] * 2 < max_len:
         bounds.append(bounds[-1] * 2)
@@ -56,7 +57,7 @@ def _cached_step(model, params, encoded, input_segments, first_length, beam):
             variables, length = {"params": params}, first_length
         else:
             ancestry, variables = cache["ancestry"], {"params": params, "cache": cache["model"]}
-            length = _cache_length(cache["model"], max(beam, 1))
+            length = self_cache_positions(cache["model"], max(beam, 1))
         if ancestry is not None:  # position ``index`` of every hypothesis is written into its own slot
             ancestry = ancestry.at[:, :, index].set(jnp.arange(beam, dtype=jnp.int32))
         logits, mutated = model.apply(variables, encoded, input_segments, tokens,
@@ -72,31 +73,13 @@ def _cached_step(model, params, encoded, input_segments, first_length, beam):
                 "ancestry": jnp.take_along_axis(cache["ancestry"], source_beams[:, :, None], 1)}
 
     def grow(cache, length):
-        """Zero-pad the self-attention caches (slots are position-major) and the ancestry to ``length``."""
-        slots = length * max(beam, 1)
-
-        def pad(path, leaf):
-            axis = {"cached_key": 3, "cached_value": 2}.get(getattr(path[-1], "key", None))
-            if axis is None:
-                return leaf
-            widths = [(0, 0)] * leaf.ndim
-            widths[axis] = (0, slots - leaf.shape[axis])
-            return jnp.pad(leaf, widths)
-
+        """Caches and ancestry enlarged to ``length`` positions (zero-padded; see grow_self_caches)."""
         ancestry = cache["ancestry"]
         if ancestry is not None:
             ancestry = jnp.pad(ancestry, ((0, 0), (0, 0), (0, length - ancestry.shape[-1])))
-        return {"model": jax.tree_util.tree_map_with_path(pad, cache["model"]), "ancestry": ancestry}
+        return {"model": grow_self_caches(cache["model"], length, max(beam, 1)), "ancestry": ancestry}
 
     return step, reorder, grow
-
-
-def _cache_length(model_cache, beam: int) -> int:
-    """Positions the self-attention caches hold (all layers alike)."""
-    for path, leaf in jax.tree_util.tree_leaves_with_path(model_cache):
-        if getattr(path[-1], "key", None) == "cached_value":
-            return leaf.shape[2] // beam
-    raise ValueError("decode cache has no self-attention 'cached_value'")
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest"))
@@ -107,7 +90,7 @@ def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: flo
     segments, encoded, max_len, max_lengths = _encode(model, params, inputs, cfg)
     batch = inputs.shape[0]
     phases = cache_phases(cfg, batch, beam, max_len)
-    step, reorder, grow = _cached_step(model, params, encoded, segments, phases[0] if phases else max_len, beam)
+    step, reorder, grow = _cached_step(model, params, encoded, segments, phases[0], beam)
     if beam == 0:
         tokens, score = greedy_search(step, batch, max_lengths, max_len, cfg.eos_id, cfg.pad_id,
                                       phases=phases, grow_fn=grow)

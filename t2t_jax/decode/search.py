@@ -26,7 +26,7 @@ def length_penalty(length, alpha: float):
 
 
 def greedy_search(step_fn, batch: int, max_lengths, max_len: int, eos_id: int, start_id: int = 0,
-                  phases=(), grow_fn=None):
+                  phases=None, grow_fn=None):
     """(tokens [batch, max_len], summed log-probs [batch]); positions after EOS hold pad (0).
     ``phases`` / ``grow_fn``: see ``run_loop``."""
     def advance(carry, cache, logits):
@@ -53,7 +53,7 @@ def greedy_search(step_fn, batch: int, max_lengths, max_len: int, eos_id: int, s
         logits, cache = step_fn(cache, last, carry[0])
         return advance(carry, cache, logits)
 
-    (_, tokens, _, score), _, _ = run_loop(cond, body, (carry, cache, last), phases, grow_fn)
+    (_, tokens, _, score), _, _ = run_loop(cond, body, (carry, cache, last), phases or (max_len,), grow_fn)
     return tokens, score
 
 
@@ -72,7 +72,7 @@ def gather_rows(cache, source_beams, index):
 
 
 def beam_search(step_fn, batch: int, beam: int, alpha: float, max_lengths, max_len: int, eos_id: int,
-                start_id: int = 0, nbest: int = 1, reorder_fn=gather_rows, phases=(), grow_fn=None):
+                start_id: int = 0, nbest: int = 1, reorder_fn=gather_rows, phases=None, grow_fn=None):
     """(sequences [batch, beam, max_len], scores [batch, beam]) best first; rows of step_fn are batch*beam.
 
     ``reorder_fn(cache, source_beams [batch, beam], index)`` makes the cache follow the surviving
@@ -122,17 +122,18 @@ def beam_search(step_fn, batch: int, beam: int, alpha: float, max_lengths, max_l
         logits, cache = step_fn(cache, last, state[0])
         return advance(state, cache, logits)
 
-    (_, _, _, fin_seqs, fin_scores), _, _ = run_loop(cond, body, (state, cache, last), phases, grow_fn)
+    (_, _, _, fin_seqs, fin_scores), _, _ = run_loop(cond, body, (state, cache, last), phases or (max_len,),
+                                                     grow_fn)
     return fin_seqs, fin_scores
 
 
-def run_loop(cond, body, carry, phases=(), grow_fn=None):
-    """``lax.while_loop`` over carries (search state, cache, last tokens), split at the step bounds
-    ``phases`` (increasing; empty = one loop): before the loop that ends at bound ``end``,
-    ``grow_fn(cache, end)`` enlarges the cache to hold ``end`` positions. Each loop then runs on caches
-    sized to its bound, so a step reads at most the next bound's worth of cache, not the whole."""
+def run_loop(cond, body, carry, phases, grow_fn=None):
+    """``lax.while_loop`` over carries (search state, cache, last tokens), split at the increasing step
+    bounds ``phases`` (the last one max_len; default: that one loop): before the loop that ends at bound
+    ``end``, ``grow_fn(cache, end)`` enlarges the cache to hold ``end`` positions. Each loop then runs on
+    caches sized to its bound, so a step reads at most the next bound's worth of cache, not the whole."""
     for i, end in enumerate(phases):
         if i:
             carry = (carry[0], grow_fn(carry[1], end), carry[2])
         carry = jax.lax.while_loop(lambda c, end=end: cond(c) & (c[0][0] < end), body, carry)
-    return jax.lax.while_loop(cond, body, carry) if not phases else carry
+    return carry

@@ -229,9 +229,10 @@ class MultiHeadAttention(nn.Module):
                                      value.dtype)
         key = key.reshape(batch, beam, heads, dk).transpose(0, 2, 3, 1)
         value = value.reshape(batch, beam, heads, -1).transpose(0, 2, 1, 3)
-        offset = step.index * beam
-        cached_key.value = jax.lax.dynamic_update_slice(cached_key.value, key, (0, 0, 0, offset))
-        cached_value.value = jax.lax.dynamic_update_slice(cached_value.value, value, (0, 0, offset, 0))
+        for cached, update, name in ((cached_key, key, "cached_key"), (cached_value, value, "cached_value")):
+            start = [0] * update.ndim
+            start[SLOT_AXIS[name]] = step.index * beam
+            cached.value = jax.lax.dynamic_update_slice(cached.value, update, start)
         return cached_key.value, cached_value.value
 
     def _cross_cache(self, key_proj, value_proj, encoded):
@@ -242,6 +243,32 @@ class MultiHeadAttention(nn.Module):
         self.put_variable("cache", "cross_key", key_t)
         self.put_variable("cache", "cross_value", value_t)
         return key_t, value_t
+
+
+SLOT_AXIS = {"cached_key": 3, "cached_value": 2}  # the position-major slot axis of _self_cache's buffers
+
+
+def self_cache_positions(cache, beam: int) -> int:
+    """Positions the decode caches (a "cache" collection) hold per hypothesis (all layers alike)."""
+    for path, leaf in jax.tree_util.tree_leaves_with_path(cache):
+        name = getattr(path[-1], "key", None)
+        if name in SLOT_AXIS:
+            return leaf.shape[SLOT_AXIS[name]] // beam
+    raise ValueError("decode cache has no self-attention buffers")
+
+
+def grow_self_caches(cache, positions: int, beam: int):
+    """The self-attention buffers of a "cache" collection zero-padded to ``positions`` per hypothesis
+    (slots are position-major, so the written ones keep their places); cross-attention entries as they are."""
+    def pad(path, leaf):
+        axis = SLOT_AXIS.get(getattr(path[-1], "key", None))
+        if axis is None:
+            return leaf
+        widths = [(0, 0)] * leaf.ndim
+        widths[axis] = (0, positions * beam - leaf.shape[axis])
+        return jnp.pad(leaf, widths)
+
+    return jax.tree_util.tree_map_with_path(pad, cache)
 
 
 class Projection(nn.Module):
