@@ -153,10 +153,12 @@ def test_keep_k_never_evicts_best_or_latest(tmp_path):
     cfg = model_config(config)
     tx, _ = make_optimizer(config.optimizer, cfg)
     state = create_state(cfg, tx, 0)
-    ck = Checkpointer(tmp_path, keep=2, every_steps=1, async_save=False, log=lambda *_: None)
+    ck = Checkpointer(tmp_path, keep=2, async_save=False, log=lambda *_: None)
     for step in range(1, 7):
         ck.save(step, state, {"position": step}, {})
-        ck.save_best(step, state, {"position": step}, {}, metric=10.0 if step == 2 else float(step) * 0.1)
+        metric = 10.0 if step == 2 else float(step) * 0.1
+        if ck.is_better(metric):
+            ck.save_best(step, state, {"position": step}, {}, metric=metric)
     ck.wait()
     assert ck.latest.all_steps() == [5, 6]
     assert ck.best.all_steps() == [2]

@@ -10,7 +10,6 @@ target that carries the *current* sharding, so 8-device checkpoints load on 1.
 from __future__ import annotations
 
 import pathlib
-import time
 from typing import Callable, Optional
 
 import jax
@@ -35,38 +34,34 @@ def abstract_like(tree, sharding=None):
 
 
 class Checkpointer:
-    def __init__(self, workdir, *, keep: int = 20, every_steps: int = 0, every_minutes: float = 0.0,
-                 async_save: bool = True, log: Callable = print):
+    """The latest-K and best-dev managers of a workdir.  When to save is decided by the caller, identically
+    on every process (train/control.py): orbax saves are collective."""
+
+    def __init__(self, workdir, *, keep: int = 20, async_save: bool = True, log: Callable = print):
         self.workdir = pathlib.Path(workdir)
         self.latest = _manager(self.workdir / LATEST_DIR, keep, async_save)
         self.best = _manager(self.workdir / BEST_DIR, 1, async_save)
-        self.every_steps, self.every_minutes = every_steps, every_minutes
-        self.last_save_time = time.monotonic()
         self.best_metric: Optional[float] = self._saved_best_metric()
+        self.last_saved: Optional[int] = self.latest.latest_step()  # for messages ("the last checkpoint")
         self.log = log
-
-    def due(self, step: int) -> bool:
-        by_steps = self.every_steps and step % self.every_steps == 0
-        by_time = self.every_minutes and time.monotonic() - self.last_save_time >= 60 * self.every_minutes
-        return bool(by_steps or by_time)
 
     def save(self, step: int, state, data_state: dict, config_dict: dict) -> None:
         if step in self.latest.all_steps():
             return
         self.latest.save(step, args=_save_args(state, data_state, config_dict), force=True)
-        self.last_save_time = time.monotonic()
+        self.last_saved = step
 
-    def save_best(self, step: int, state, data_state, config_dict, metric: float, higher_is_better=True) -> bool:
-        """Keep ``state`` in the best slot if ``metric`` beats the best so far (never touches the latest K)."""
-        better = self.best_metric is None or (metric > self.best_metric if higher_is_better else metric < self.best_metric)
-        if not better:
-            return False
+    def is_better(self, metric: float) -> bool:
+        """Whether ``metric`` (higher is better) beats the best slot's."""
+        return self.best_metric is None or metric > self.best_metric
+
+    def save_best(self, step: int, state, data_state, config_dict, metric: float) -> None:
+        """Keep ``state`` in the best slot (never touches the latest K); the caller checked ``is_better``."""
         self.best.wait_until_finished()
         for old in self.best.all_steps():
             self.best.delete(old)
         self.best.save(step, args=_save_args(state, data_state, {**config_dict, "_best_metric": metric}), force=True)
         self.best_metric = metric
-        return True
 
     def _saved_best_metric(self):
         steps = self.best.all_steps()

@@ -61,6 +61,12 @@ def default_config() -> ml_collections.ConfigDict:
     c.parallel.num_processes = 1
     c.parallel.process_id = 0
     c.parallel.auto_detect = False  # TPU pods / SLURM: let jax.distributed find everything
+    # Multi-process control (train/control.py, train/watchdog.py): the processes agree every sync_every steps on
+    # timed saves, the time budget and signals (a signal is acted on within sync_every steps); a wait on the other
+    # processes longer than watchdog_seconds ends the process with an error naming it (0 = no watchdog).
+    c.parallel.sync_every = 10
+    c.parallel.watchdog_seconds = 900.0
+    c.parallel.heartbeat_seconds = 100  # jax.distributed: a process silent this long is declared dead
 
     c.data = ml_collections.ConfigDict()
     c.data.dataset = "wmt14_translate/de-en"

@@ -32,9 +32,8 @@ def toy_batch(task: str, index: int, *, seed: int, batch_size: int, length: int,
 
 
 class ToyBatches:
-    """Iterator over toy batches with a position that can be saved and restored."""
-
-    """Yields this process's rows of global batch i (every process generates the same global batch)."""
+    """This process's rows of global batch i (every process generates the same global batch); the state is
+    the position i, the same on every process, so any process count resumes it."""
 
     def __init__(self, task, *, seed, batch_size, length, vocab, min_len, max_len, start=0, process_index=0,
                  process_count=1):
@@ -45,6 +44,7 @@ class ToyBatches:
         self.task = task
         self.position = start
         share = batch_size // process_count
+        self.process_count = process_count
         self.rows = slice(process_index * share, (process_index + 1) * share)
 
     def __iter__(self):
@@ -60,3 +60,7 @@ class ToyBatches:
 
     def set_state(self, state: dict) -> None:
         self.position = int(state["position"])
+
+    def remap(self, states: list[dict]) -> list[dict]:
+        """Global batches do not depend on the process count: every new process continues at the position."""
+        return [states[0]] * self.process_count

@@ -7,6 +7,7 @@ cross-process collectives go through gloo.
 """
 from __future__ import annotations
 
+import json
 import os
 
 import jax
@@ -19,13 +20,18 @@ def initialize(parallel_config) -> bool:
     processes = int(os.environ.get("JAX_NUM_PROCESSES", parallel_config.num_processes))
     process_id = int(os.environ.get("JAX_PROCESS_ID", parallel_config.process_id))
     if parallel_config.auto_detect:
-        jax.distributed.initialize()
+        jax.distributed.initialize(heartbeat_timeout_seconds=parallel_config.heartbeat_seconds)
         return jax.process_count() > 1
     if not address or processes <= 1:
         return False
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(coordinator_address=address, num_processes=processes, process_id=process_id)
+    jax.distributed.initialize(coordinator_address=address, num_processes=processes, process_id=process_id,
+                               heartbeat_timeout_seconds=parallel_config.heartbeat_seconds)
     return True
+
+
+def single_process() -> bool:
+    return jax.process_count() == 1
 
 
 def process_rows(global_batch: dict) -> dict:
@@ -38,10 +44,22 @@ def process_rows(global_batch: dict) -> dict:
     return {k: np.asarray(v)[index * share:(index + 1) * share] for k, v in global_batch.items()}
 
 
-def agree(flag: bool) -> bool:
-    """Process 0's flag on every process (a wall-clock decision must stop all hosts at one step)."""
-    if jax.process_count() == 1:
-        return bool(flag)
+def allgather_rows(row: np.ndarray) -> np.ndarray:
+    """[processes, *row.shape]: every process's ``row``, on every process (one small collective)."""
+    if single_process():
+        return np.asarray(row)[None]
     from jax.experimental import multihost_utils
 
-    return bool(multihost_utils.broadcast_one_to_all(np.asarray(flag, np.int32)))
+    return np.asarray(multihost_utils.process_allgather(np.asarray(row)))
+
+
+def allgather_json(value) -> list:
+    """Every process's JSON-able ``value``, in process order, on every process (two small collectives)."""
+    if single_process():
+        return [value]
+    data = np.frombuffer(json.dumps(value).encode(), np.uint8)
+    sizes = allgather_rows(np.asarray([data.size], np.int32))[:, 0]
+    padded = np.zeros(int(sizes.max()), np.uint8)
+    padded[:data.size] = data
+    rows = allgather_rows(padded)
+    return [json.loads(bytes(rows[p, :sizes[p]]).decode()) for p in range(len(sizes))]

@@ -1,20 +1,24 @@
 """The training loop: restore or init, step through a data-parallel launcher, log, evaluate, checkpoint."""
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import pathlib
 import time
 
 import jax
+import numpy as np
 
 from t2t_jax.checkpoint.manager import Checkpointer, abstract_like, check_compatible
 from t2t_jax.config import model_config
+from t2t_jax.data.geometry import batch_rows
 from t2t_jax.data.sources import make_data
 from t2t_jax.decode.translate import translate_texts
 from t2t_jax.evaluate.bleu import sacre_bleu
 from t2t_jax.model import Transformer
 from t2t_jax.train import distributed
+from t2t_jax.train.control import Control
 from t2t_jax.train.curves import plot_curves
 from t2t_jax.train.events import EventLog
 from t2t_jax.train.loss import summarize
@@ -22,14 +26,17 @@ from t2t_jax.train.parallel import host_tree, make_launcher
 from t2t_jax.train.preemption import preemption_flag
 from t2t_jax.train.progress import Progress, format_duration
 from t2t_jax.train.state import create_state, make_optimizer, param_count
+from t2t_jax.train.watchdog import Watchdog
 
 
 class NonFiniteLoss(RuntimeError):
     pass
 
 
-# The checkpoint's JSON item holds the iterator state and, under this key, the training seconds spent so
-# far, so that train.max_minutes is one budget across preemptions and resumes.
+# The checkpoint's JSON item holds every process's iterator state (a list in process order, gathered at the
+# save: orbax writes JSON from the primary host only) and the training seconds spent so far, so that
+# train.max_minutes is one budget across preemptions and resumes.
+PROCESSES_KEY = "processes"
 SPENT_KEY = "train_seconds"
 
 
@@ -54,10 +61,21 @@ def _restore_or_init(config, cfg, tx, launcher, checkpointer, data, say):
     if restored is None:
         return launcher.put_state(fresh), 0, 0.0
     step, state, data_state, _ = restored
-    spent = float(data_state.pop(SPENT_KEY, 0.0))
-    data.train.set_state(data_state)
+    _restore_data_state(data.train, data_state, say)
     say(f"resumed from the checkpoint at step {step} ({checkpointer.latest.directory})", flush=True)
-    return launcher.put_state(state), step, spent
+    return launcher.put_state(state), step, float(data_state.get(SPENT_KEY, 0.0))
+
+
+def _restore_data_state(iterator, data_state: dict, say) -> None:
+    """Give this process its own saved iterator state; remap them when the process count changed."""
+    saved = data_state.get(PROCESSES_KEY, [data_state])  # older checkpoints: one state, from process 0
+    count, index = jax.process_count(), jax.process_index()
+    if len(saved) != count:
+        saved = iterator.remap(saved)
+        say(f"elastic resume: the checkpoint was written by {len(data_state.get(PROCESSES_KEY, [0]))} "
+            f"process(es), this run has {count}; the epoch continues with the examples not yet read "
+            f"(data/epochs.py)", flush=True)
+    iterator.set_state(saved[index])
 
 
 def train(config, workdir: str, printer=print) -> dict:
@@ -71,29 +89,51 @@ def train(config, workdir: str, printer=print) -> dict:
     tx, schedule = make_optimizer(config.optimizer, cfg)
     launcher = make_launcher(config.parallel.launcher, Transformer(cfg), tx, config.train.label_smoothing,
                              config.train.accum_steps, skip_nonfinite=config.train.nonfinite == "skip")
+    batch_rows(config.data, launcher.device_count, jax.process_count())  # before any data is read
     data = make_data(config, workdir, log=say)
     ck = config.checkpoint
-    checkpointer = Checkpointer(workdir, keep=ck.keep, every_steps=ck.every_steps, every_minutes=ck.every_minutes,
-                                async_save=ck.async_save, log=say)
+    checkpointer = Checkpointer(workdir, keep=ck.keep, async_save=ck.async_save, log=say)
     state, start, spent = _restore_or_init(config, cfg, tx, launcher, checkpointer, data, say)
     if lead:
         (workdir / "config.json").write_text(config.to_json_best_effort(indent=2))
     say(f"model: {param_count(launcher.get_state(state).params):,} params | devices: {launcher.device_count} "
         f"({config.parallel.launcher}, {jax.process_count()} process(es)) | steps: {start}->{config.train.steps}",
         flush=True)
+    watchdog = Watchdog(0 if distributed.single_process() else config.parallel.watchdog_seconds,
+                        context=lambda: f" from the checkpoint at step {checkpointer.last_saved}")
+    try:
+        with preemption_flag() as preempted:
+            return _run(config, cfg, workdir, launcher, schedule, data, checkpointer, watchdog, preempted,
+                        state, start, spent, say)
+    finally:
+        watchdog.close()
 
-    def data_state():
-        return {**data.train.get_state(), SPENT_KEY: spent + time.perf_counter() - started}
 
-    def save(step):
-        checkpointer.save(step, launcher.get_state(state), data_state(), config.to_dict())
-
-    history, pending, started, step, stopped = [], [], time.perf_counter(), start, "steps"
+def _run(config, cfg, workdir, launcher, schedule, data, checkpointer, watchdog, preempted, state, start,
+         spent, say) -> dict:
+    """The step loop: every step boundary takes the agreed decision of train/control.py."""
+    started = time.perf_counter()
     deadline = started - spent + 60 * config.train.max_minutes if config.train.max_minutes else None
-    events = EventLog(workdir, enabled=lead and config.train.tensorboard)
+    control = Control(every_steps=config.checkpoint.every_steps, every_minutes=config.checkpoint.every_minutes,
+                      sync_every=config.parallel.sync_every, final_step=config.train.steps, deadline=deadline,
+                      preempted=preempted)
+
+    def save(step, best_metric=None):
+        data_state = {PROCESSES_KEY: distributed.allgather_json(data.train.get_state()),
+                      SPENT_KEY: spent + time.perf_counter() - started}
+        with watchdog.waiting(f"the checkpoint save at step {step} (orbax waits for every process)"):
+            if best_metric is None:
+                checkpointer.save(step, launcher.get_state(state), data_state, config.to_dict())
+            else:
+                checkpointer.save_best(step, launcher.get_state(state), data_state, config.to_dict(), best_metric)
+
+    history, pending, step, stopped = [], [], start, "steps"
+    events = EventLog(workdir, enabled=jax.process_index() == 0 and config.train.tensorboard)
     progress = Progress(config.train.steps, start_step=start, printer=say, deadline=deadline)
-    with preemption_flag() as preempted:
-        while step < config.train.steps:
+    while step < config.train.steps:
+        first = step == start  # compiles: not watched
+        with contextlib.nullcontext() if first else watchdog.waiting(f"train step {step + 1} (its all-reduce "
+                                                                      f"with the other processes)"):
             state, sums = launcher.train_step(state, launcher.put_batch(next(data.train)))
             step += 1
             if pending:  # at most two steps in flight: an unbounded queue of collective programs
@@ -106,29 +146,29 @@ def train(config, workdir: str, printer=print) -> dict:
                 history.append({"split": "train", **metrics})
                 events.scalars("train", step, metrics)
                 pending = []
-            # Save before evaluating: a failure in evaluation never costs the steps since the last save.
-            out_of_time = (deadline is not None and step % config.train.log_every == 0
-                           and distributed.agree(time.perf_counter() >= deadline))
-            if checkpointer.due(step) or step == config.train.steps or preempted or out_of_time:
-                _check_finite(sums, step, config)
-                save(step)
-            if out_of_time or preempted:
-                stopped = "budget" if out_of_time else preempted.signal_name
-                reason = f"time budget of {config.train.max_minutes:g} min reached" if out_of_time else stopped
+            decision = control.decide(step)
+        # Save before evaluating: a failure in evaluation never costs the steps since the last save.
+        if decision.save:
+            _check_finite(sums, step, config)
+            save(step)
+        if decision.stop:
+            stopped = decision.stop
+            with watchdog.waiting(f"the checkpoint save at step {step} to finish"):
                 checkpointer.wait()
-                say(f"{reason}: saved the checkpoint at step {step}", flush=True)
-                break
-            if step % config.train.eval_every == 0 or step == config.train.steps:
-                _check_finite(sums, step, config)
-                metrics, best_metric = _dev_metrics(config, cfg, launcher, state, data, step, events, say)
-                history.append({"split": "eval", "step": step, **metrics})
-                if best_metric is not None:
-                    checkpointer.save_best(step, launcher.get_state(state), data_state(), config.to_dict(),
-                                           best_metric)
-    checkpointer.wait()
+            reason = f"time budget of {config.train.max_minutes:g} min reached" if stopped == "budget" else stopped
+            say(f"{reason}: saved the checkpoint at step {step}", flush=True)
+            break
+        if step % config.train.eval_every == 0 or step == config.train.steps:
+            _check_finite(sums, step, config)
+            metrics, best_metric = _dev_metrics(config, cfg, launcher, state, data, step, events, say)
+            history.append({"split": "eval", "step": step, **metrics})
+            if best_metric is not None and checkpointer.is_better(best_metric):
+                save(step, best_metric)
+    with watchdog.waiting("the last checkpoint saves to finish"):
+        checkpointer.wait()
     checkpointer.close()
     events.close()
-    return _summarize_run(workdir, lead, step, start, started, history, launcher.get_state(state), say, stopped)
+    return _summarize_run(workdir, step, start, started, history, launcher.get_state(state), say, stopped)
 
 
 def _dev_metrics(config, cfg, launcher, state, data, step, events, say):
@@ -140,7 +180,7 @@ def _dev_metrics(config, cfg, launcher, state, data, step, events, say):
     best_metric = None if bleu_enabled else -metrics["nll"]  # the best slot keys on one metric
     if bleu_enabled and step % config.train.bleu_every == 0:
         metrics["bleu"], samples = dev_bleu(config, cfg, launcher.get_state(state).params, data, say)
-        best_metric = metrics["bleu"]
+        best_metric = float(distributed.allgather_rows(np.float32(metrics["bleu"]))[0])  # process 0's decides
         events.text("dev/samples", step, samples)
     events.scalars("dev", step, metrics)
     return metrics, best_metric
@@ -170,14 +210,14 @@ def _check_finite(sums, step, config):
                             f"Lower the learning rate or set --config.train.nonfinite=skip")
 
 
-def _summarize_run(workdir, lead, step, start, started, history, state, say, stopped):
+def _summarize_run(workdir, step, start, started, history, state, say, stopped):
     """``stopped``: "steps" (train.steps reached), "budget" (train.max_minutes) or a signal's name."""
     wall = time.perf_counter() - started
     evals = [h for h in history if h["split"] == "eval"]
     summary = {"steps": step, "start_step": start, "wall_seconds": wall, "stopped": stopped,
                "params": param_count(state.params),
                "final_eval": evals[-1] if evals else None, "history": history}
-    if lead:
+    if jax.process_index() == 0:
         with open(workdir / "history.jsonl", "a") as log:
             for entry in history:
                 log.write(json.dumps(entry) + "\n")

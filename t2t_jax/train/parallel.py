@@ -72,41 +72,64 @@ class MeshLauncher:
 
 
 class PmapLauncher:
-    """pmap(step) with the state stacked once per local device."""
+    """pmap(step) with the state stacked once per local device; collectives span every process's devices.
+
+    ``devices=None`` (the default, and the only choice when multi-process) lets pmap use all global
+    devices: each process feeds its local ones and ``psum`` reduces over all of them.  Listing only
+    ``jax.local_devices()`` would build one ring per host and silently train N different models."""
 
     def __init__(self, model, tx, label_smoothing, accum_steps=1, devices=None, skip_nonfinite=False):
-        self.devices = devices if devices is not None else jax.local_devices()
-        self.restore_sharding = jax.sharding.SingleDeviceSharding(self.devices[0])  # then stacked by put_state
+        if devices is not None and jax.process_count() > 1:
+            raise ConfigError("the pmap launcher takes all global devices in a multi-process run (devices=None)")
+        self.devices = devices
+        self.local_count = len(devices) if devices is not None else jax.local_device_count()
+        global_devices = devices if devices is not None else jax.devices()
+        # Checkpoints are written and restored as arrays replicated over every device of every process.
+        self.replicated = NamedSharding(Mesh(np.asarray(global_devices), (AXIS,)), P())
+        self.restore_sharding = self.replicated
         step = functools.partial(train_step, model=model, tx=tx, label_smoothing=label_smoothing,
                                  axis_name=AXIS, accum_steps=accum_steps, skip_nonfinite=skip_nonfinite)
         evaluate = functools.partial(eval_step, model=model, label_smoothing=label_smoothing, axis_name=AXIS)
-        self._train = jax.pmap(step, axis_name=AXIS, donate_argnums=0, devices=self.devices)
-        self._eval = jax.pmap(evaluate, axis_name=AXIS, devices=self.devices)
+        self._train = jax.pmap(step, axis_name=AXIS, donate_argnums=0, devices=devices)
+        self._eval = jax.pmap(evaluate, axis_name=AXIS, devices=devices)
 
     @property
     def device_count(self):
-        return len(self.devices) * jax.process_count()
+        return self.replicated.mesh.size
 
     def put_state(self, state):
-        n = len(self.devices)
-        return jax.tree_util.tree_map(lambda x: np.broadcast_to(np.asarray(x), (n,) + np.shape(x)), state)
+        """Stack a host state, or this process's copy of a restored replicated one, once per local device."""
+        n = self.local_count
+        return jax.tree_util.tree_map(lambda x: np.broadcast_to(x, (n,) + np.shape(x)), host_tree(state))
 
     def get_state(self, state):
-        return jax.tree_util.tree_map(lambda x: x[0], state)
+        """The stacked replicas as one global array replicated over all devices (what orbax saves in a
+        multi-process run; no host copy: the per-device buffers are reused)."""
+        def unstack(x):
+            shards = {shard.device: shard.data for shard in x.addressable_shards}
+            buffers = [shards[d].reshape(x.shape[1:]) for d in self.replicated.addressable_devices]
+            return jax.make_array_from_single_device_arrays(x.shape[1:], self.replicated, buffers)
+
+        return jax.tree_util.tree_map(unstack, state)
 
     def put_batch(self, local_batch: dict) -> dict:
         local_batch = with_example_ids(local_batch) if "example_ids" not in local_batch else local_batch
-        n = len(self.devices)
+        n = self.local_count
         _check_divisible(local_batch, n)
         return {k: np.asarray(v).reshape((n, -1) + np.shape(v)[1:]) for k, v in local_batch.items()}
 
     def train_step(self, state, batch):
-        """The stacked state and the (already global) metrics of device 0."""
+        """The stacked state and the (already global) metrics of this process's first device."""
         state, sums = self._train(state, batch)
-        return state, jax.tree_util.tree_map(lambda x: x[0], sums)
+        return state, _first_replica(sums)
 
     def eval_step(self, params, batch):
-        return jax.tree_util.tree_map(lambda x: x[0], self._eval(params, batch))
+        return _first_replica(self._eval(params, batch))
+
+
+def _first_replica(tree):
+    """This process's first device's value of pmap outputs (identical on every device after the psum)."""
+    return jax.tree_util.tree_map(lambda x: x.addressable_data(0)[0], tree)
 
 
 def _check_divisible(batch, devices):
