@@ -1,30 +1,51 @@
-"""One process of the two-process test (tests/test_parallel.py): trains 3 steps on its own rows.
+"""One process of a multi-process test: the real ``t2t-train`` command, plus records for the assertions.
 
-Usage: XLA_FLAGS=--xla_force_host_platform_device_count=4 python tests/multihost_worker.py PORT PROCESS_ID OUT.npz
+Usage: XLA_FLAGS=--xla_force_host_platform_device_count=K \
+    python tests/multihost_worker.py PORT PROCESS_ID PROCESSES WORKDIR [--config.a.b=v ...]
+
+PROCESSES = 1 runs without a process group.  Records, per process, in WORKDIR/records/:
+  p<i>.examples.jsonl  one line per training batch: the (epoch, example index) pairs packed into it
+  p<i>.saves.jsonl     the step of every checkpoint save this process entered
 """
+import json
 import os
 import sys
 
-import numpy as np  # noqa: E402
-from flax.traverse_util import flatten_dict  # noqa: E402
-
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from t2t_jax.config import load_config  # noqa: E402
-from t2t_jax.train.loop import train  # noqa: E402
-from t2t_jax.train.parallel import host_tree  # noqa: E402
 
-PARALLEL_TEST_OVERRIDES = ["--config.model.dropout=0.1", "--config.data.batch_tokens=512", "--config.train.steps=3",
-                           "--config.train.eval_every=3", "--config.train.log_every=1", "--config.train.eval_batches=1"]
+from t2t_jax.checkpoint import manager  # noqa: E402
+from t2t_jax.cli import train as train_cli  # noqa: E402
+from t2t_jax.data import pipeline  # noqa: E402
+
+
+def record(path, value):
+    with open(path, "a") as out:
+        out.write(json.dumps(value) + "\n")
 
 
 def main():
-    port, process_id, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    config = load_config("experiments/smoke.py", PARALLEL_TEST_OVERRIDES + [
-        f"--config.parallel.coordinator_address=127.0.0.1:{port}", "--config.parallel.num_processes=2",
-        f"--config.parallel.process_id={process_id}"])
-    summary = train(config, os.path.join(os.path.dirname(out), "work"))  # one shared workdir, as on a cluster
-    flat = flatten_dict(host_tree(summary["state"].params), sep="/")
-    np.savez(out, **flat, __loss__=summary["history"][-2]["loss"])
+    port, process_id, processes, workdir, *overrides = sys.argv[1:]
+    records = os.path.join(workdir, "records")
+    os.makedirs(records, exist_ok=True)
+    prefix = os.path.join(records, f"p{process_id}")
+
+    next_batch, save = pipeline.PackedTrainBatches.__next__, manager.Checkpointer.save
+
+    def recording_next(self):
+        batch = next_batch(self)
+        record(prefix + ".examples.jsonl", self.taken)
+        return batch
+
+    def recording_save(self, step, *args, **kwargs):
+        record(prefix + ".saves.jsonl", step)
+        return save(self, step, *args, **kwargs)
+
+    pipeline.PackedTrainBatches.__next__ = recording_next
+    manager.Checkpointer.save = recording_save
+    group = [] if processes == "1" else [f"--config.parallel.coordinator_address=127.0.0.1:{port}",
+                                          f"--config.parallel.num_processes={processes}",
+                                          f"--config.parallel.process_id={process_id}"]
+    train_cli.main(["--config", "experiments/smoke.py", "--workdir", workdir, *group, *overrides])
 
 
 if __name__ == "__main__":

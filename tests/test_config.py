@@ -35,3 +35,41 @@ def test_cli_prints_one_line_error_without_traceback(tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().startswith("error: unknown config key 'model.foo'")
+
+
+RECIPES = ["experiments/base.py", "experiments/big.py", "experiments/wmt14_ende_base.py",
+           "experiments/wmt14_ende_big.py", "experiments/wmt14_enfr_big.py"]
+
+
+@pytest.mark.parametrize("recipe", RECIPES + [f"experiments/table3.py:{row}" for row in
+                                              ("base", "A_h1", "B_dk16", "C_n2", "D_ls0.2", "E_learned", "big")])
+def test_recipes_divide_over_8_to_128_devices_and_say_what_to_use_beyond(recipe):
+    from t2t_jax.data.geometry import batch_rows
+
+    data = load_config(recipe).data
+    assert 24_000 <= data.batch_tokens <= 33_000  # §5.1: ~25k tokens a side (packed rows are not full)
+    for devices in (8, 16, 32, 64, 128):
+        rows = batch_rows(data, devices, processes=devices // 8)  # 8 devices per host
+        assert rows * (devices // 8) * data.max_length == data.batch_tokens
+    for devices, nearest in ((256, 65536), (512, 131072)):
+        with pytest.raises(ConfigError, match=f"{devices} devices cannot share.*nearest valid data.batch_tokens: "
+                                              f"{nearest} \\({devices} rows\\)"):
+            batch_rows(data, devices)
+
+
+def test_indivisible_batch_names_the_numbers_and_the_nearest_valid_sizes():
+    from t2t_jax.data.geometry import batch_rows
+
+    data = load_config("experiments/base.py", ["--config.data.batch_tokens=25000"]).data
+    with pytest.raises(ConfigError, match=r"batch_tokens = 25000 with data.max_length = 256 gives 97.6562 rows per "
+                                          r"batch, which 8 devices.*24576 \(96 rows\) or 26624 \(104 rows\)"):
+        batch_rows(data, 8)
+
+
+def test_indivisible_batch_fails_before_any_data_is_read(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "t2t_jax.train", "--config", "experiments/smoke.py",
+                             "--workdir", str(tmp_path), "--config.data.batch_tokens=1000",
+                             "--config.data.dataset=parallel_text", "--config.data.train_prefix=/nonexistent/x"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "cannot share equally" in result.stderr and "/nonexistent" not in result.stderr

@@ -186,3 +186,43 @@ def test_multi30k_end_to_end(tmp_path):
     assert batch["inputs"].shape == (8, 64) and batch["targets_segmentation"].max() > 1
     assert "ß" in data.tokenizer.decode(data.tokenizer.encode("Die Straße ist groß."))
     one_train_step(config, data)
+
+
+@pytest.mark.parametrize("counts", [(2, 1), (1, 2), (2, 4), (4, 3), (3, 2, 5, 1)])
+def test_elastic_remap_reads_every_example_once_per_epoch(counts):
+    """Brute force: N iterators read some batches, their states are remapped onto M, and so on; every
+    epoch that all processes have finished holds each example exactly once (data/epochs.py's rule)."""
+    sources, targets = random_examples(97)
+    rng = np.random.default_rng(sum(counts))
+    checked = 0
+    for _ in range(4):
+        taken, states = {}, None
+        for count in counts:
+            its = [PackedTrainBatches(sources, targets, rows=2, length=16, seed=5, process_index=p,
+                                      process_count=count) for p in range(count)]
+            if states is not None:
+                for it, state in zip(its, its[0].remap(states) if len(states) != count else states):
+                    it.set_state(state)
+            for _ in range(int(rng.integers(1, 15))):
+                for it in its:
+                    next(it)
+                    for epoch, index in it.taken:
+                        taken.setdefault(epoch, []).append(index)
+            states = [it.get_state() for it in its]
+        for epoch in range(min(s["epoch"] for s in states)):
+            assert sorted(taken[epoch]) == list(range(97)), (counts, epoch)
+            checked += 1
+        for indices in taken.values():
+            assert len(indices) == len(set(indices))
+    assert checked >= 2
+
+
+def test_remapped_plans_stay_small():
+    """The explicit part of a remapped epoch is only where the cursors disagree, not the whole epoch."""
+    from t2t_jax.data.epochs import remap
+
+    states = [{"epoch": 0, "cursor": 1000 + d, "plans": {}} for d in (0, 7, 3, 12)]
+    (state, *_) = remap(states, 100_000, 3)
+    plan = state["plans"]["0"]
+    assert len(plan["head"]) <= 4 * 12 and plan["start"] == 4 * 1012
+    assert len(plan["head"]) + 100_000 - plan["start"] == 100_000 - sum(s["cursor"] for s in states)

@@ -9,7 +9,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from t2t_jax.checkpoint.manager import LATEST_DIR
-from t2t_jax.checkpoint.params import restore_params_tree, save_params
+from t2t_jax.checkpoint.params import alone_options, restore_params_tree, save_params
 from t2t_jax.model.config import ConfigError
 
 
@@ -18,7 +18,7 @@ def saved_steps(workdir) -> list[int]:
     directory = pathlib.Path(workdir) / LATEST_DIR
     if not directory.exists():
         return []
-    manager = ocp.CheckpointManager(directory.absolute(), options=ocp.CheckpointManagerOptions(read_only=True))
+    manager = ocp.CheckpointManager(directory.absolute(), options=alone_options(read_only=True))
     return sorted(manager.all_steps())
 
 

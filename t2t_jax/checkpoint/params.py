@@ -9,7 +9,10 @@ import json
 import pathlib
 import shutil
 
+import jax
+import numpy as np
 import orbax.checkpoint as ocp
+from etils import epath
 
 from t2t_jax.checkpoint.manager import BEST_DIR, LATEST_DIR
 from t2t_jax.model.config import ConfigError
@@ -17,8 +20,20 @@ from t2t_jax.model.config import ConfigError
 AVERAGED_DIR = "averaged"
 
 
+def alone_options(**options) -> ocp.CheckpointManagerOptions:
+    """Options of a manager that this process uses by itself (no barrier with the other processes of a
+    multi-process run): reading params for inference, or the final stage's averaging on process 0."""
+    if jax.process_count() > 1:
+        index = jax.process_index()
+        options["multiprocessing_options"] = ocp.options.MultiprocessingOptions(primary_host=index,
+                                                                                  active_processes={index})
+        options["create"] = False  # not supported with active_processes: callers create the directory
+    return ocp.CheckpointManagerOptions(**options)
+
+
 def restore_params_tree(directory: pathlib.Path, step=None):
-    manager = ocp.CheckpointManager(directory.absolute(), options=ocp.CheckpointManagerOptions(read_only=True))
+    """(step, params as numpy arrays): read by this process alone, whatever devices wrote them."""
+    manager = ocp.CheckpointManager(directory.absolute(), options=alone_options(read_only=True))
     steps = manager.all_steps()
     if not steps:
         raise ConfigError(f"no checkpoint in {directory}")
@@ -26,7 +41,9 @@ def restore_params_tree(directory: pathlib.Path, step=None):
     if step not in steps:
         raise ConfigError(f"no checkpoint at step {step} in {directory}; steps: {sorted(steps)}")
     item = "params" if (directory / str(step) / "params").exists() else "state"
-    restored = manager.restore(step, args=ocp.args.Composite(**{item: ocp.args.StandardRestore()}))
+    metadata = ocp.StandardCheckpointHandler().metadata(epath.Path(directory.absolute()) / str(step) / item)
+    target = jax.tree_util.tree_map(lambda leaf: np.zeros(leaf.shape, leaf.dtype), metadata)  # numpy restores numpy
+    restored = manager.restore(step, args=ocp.args.Composite(**{item: ocp.args.StandardRestore(target)}))
     tree = restored[item]
     return step, (tree["params"] if item == "state" else tree)
 
@@ -48,7 +65,8 @@ def save_params(out_dir, step: int, params, config_dict: dict, workdir=None) -> 
     ``out_dir`` holds exactly one checkpoint: older ones are deleted first (readers take the newest step,
     so re-averaging an earlier range into the same directory must not leave a later one behind)."""
     out_dir = pathlib.Path(out_dir)
-    manager = ocp.CheckpointManager(out_dir.absolute(), options=ocp.CheckpointManagerOptions(create=True))
+    out_dir.mkdir(parents=True, exist_ok=True)  # orbax cannot create it for a manager of one process
+    manager = ocp.CheckpointManager(out_dir.absolute(), options=alone_options())
     for old in manager.all_steps():
         manager.delete(old)
     manager.save(step, args=ocp.args.Composite(params=ocp.args.StandardSave(params)), force=True)

@@ -6,6 +6,9 @@ checkpoint averaging and evaluation of ``final.splits`` (see t2t_jax/train/finis
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+import traceback
 
 from t2t_jax.cli.common import fail, parse_with_config, quiet_libraries
 from t2t_jax.data.text import DataError
@@ -26,11 +29,35 @@ def main(argv=None):
     try:
         final_splits(config)  # a typo here fails now, not after the training
         summary = train(config, args.workdir)
-        if summary["stopped"] in ("steps", "budget") and jax.process_index() == 0:
-            if config.final.average_last > 1 or final_splits(config):
-                finish(config, args.workdir)
+        if summary["stopped"] in ("steps", "budget") and (config.final.average_last > 1 or final_splits(config)):
+            finish(config, args.workdir)  # every process takes part (train/finish.py)
     except (ConfigError, DataError) as error:
-        fail(str(error))
+        _exit_group(lambda: fail(str(error)))
+    except jax.errors.JaxRuntimeError as error:
+        if jax.process_count() == 1:
+            raise
+        _exit_group(lambda: fail(f"a collective with the other processes failed ({str(error).splitlines()[0][:300]}):"
+                                 f" another process has probably died; rerun every process to resume from the last "
+                                 f"complete checkpoint"))
+    except BaseException:
+        _exit_group(lambda: (traceback.print_exc(), sys.exit(1)))
+
+
+def _exit_group(report) -> None:
+    """Report and exit.  In a multi-process run, exit at once: the polite exit (jax.distributed.shutdown at
+    interpreter exit) waits minutes for the other processes, which wait in turn for this one — a failing
+    process must leave the group so the others see it gone and end too, instead of all of them hanging."""
+    import jax
+
+    if jax.process_count() == 1:
+        report()
+        return
+    try:
+        report()
+    except SystemExit as done:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(done.code if isinstance(done.code, int) else 1)
 
 
 if __name__ == "__main__":

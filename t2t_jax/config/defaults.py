@@ -72,7 +72,7 @@ def default_config() -> ml_collections.ConfigDict:
     c.data.dataset = "wmt14_translate/de-en"
     c.data.source_lang = "en"
     c.data.target_lang = "de"
-    c.data.batch_tokens = 25_000  # per side, per global batch (§5.1: ~25k source + ~25k target tokens)
+    c.data.batch_tokens = 32_768  # per side, per global batch: 128 rows of max_length 256 (§5.1: ~25k tokens a side)
     c.data.max_length = 256  # longest training example kept, in wordpieces per side (= packed row length)
     c.data.eval_tokens = 0  # tokens per evaluation batch; 0 = data.batch_tokens
     c.data.data_dir = ""  # local corpora root; empty = $T2T_DATA_DIR

@@ -22,12 +22,14 @@ from t2t_jax.data.pipeline import PackedTrainBatches, eval_batches
 from t2t_jax.data.text import DataError, read_parallel
 from t2t_jax.data.tokenizer import Tokenizer, load_or_train
 from t2t_jax.model.config import ConfigError
+from t2t_jax.train import distributed
 
 TOY_PREFIX = "toy_"
 EVAL_SEED_OFFSET = 10_007  # evaluation batches come from a different stream than training
 SPLITS = ("train", "validation", "test")
 MULTI30K_FILES = {"train": "train", "validation": "val", "test": "test_2016_flickr"}
 TFDS_NAMES = ("wmt14_translate/de-en", "wmt14_translate/fr-en")
+TOKENIZER_BARRIER_SECONDS = 3 * 3600  # sentencepiece on a 2M-sentence sample takes tens of minutes
 
 
 @dataclasses.dataclass
@@ -100,9 +102,14 @@ def _text_data(config, workdir, log) -> Data:
     data = config.data
     train_src, train_tgt = split_text(config, "train", log)
     spm_path = pathlib.Path(workdir or ".") / "spm.model"
-    tokenizer = load_or_train(spm_path, lambda: train_src + train_tgt, vocab_size=config.model.vocab_size,
-                              model_type=data.spm_model_type, max_sentences=data.spm_max_sentences,
-                              seed=config.train.seed)
+    # One vocabulary for all processes: process 0 learns it, the others wait for it and read the file.
+    if jax.process_index() == 0:
+        tokenizer = load_or_train(spm_path, lambda: train_src + train_tgt, vocab_size=config.model.vocab_size,
+                                  model_type=data.spm_model_type, max_sentences=data.spm_max_sentences,
+                                  seed=config.train.seed)
+    distributed.barrier("t2t_tokenizer", timeout_seconds=TOKENIZER_BARRIER_SECONDS)
+    if jax.process_index() != 0:
+        tokenizer = Tokenizer.load(spm_path)
     if tokenizer.vocab_size != config.model.vocab_size:
         raise ConfigError(f"{spm_path} has {tokenizer.vocab_size} pieces but model.vocab_size = "
                           f"{config.model.vocab_size}; use a fresh workdir or the matching vocab size")

@@ -11,13 +11,18 @@ from t2t_jax.evaluate.bleu import chrf, paper_bleu, sacre_bleu
 def evaluate_texts(sources, references, tokenizer, params, cfg, *, target_lang, beam, alpha, out_dir, name,
                    log=print) -> dict:
     results, stats = translate_texts(sources, tokenizer, params, cfg, beam=beam, alpha=alpha, log=log)
-    hypotheses = [r[0][0] for r in results]
+    return write_report([r[0][0] for r in results], references, stats, target_lang=target_lang, beam=beam,
+                        alpha=alpha, out_dir=out_dir, name=name)
+
+
+def write_report(hypotheses, references, stats, *, target_lang, beam, alpha, out_dir, name) -> dict:
+    """Score ``hypotheses`` and write ``<out_dir>/<name>.{hyp,json,md}``; returns the report."""
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{name}.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
     sacre = sacre_bleu(hypotheses, references)
     report = {
-        "name": name, "sentences": len(sources), "beam": beam, "alpha": alpha,
+        "name": name, "sentences": len(hypotheses), "beam": beam, "alpha": alpha,
         "sacrebleu": sacre, "paper_bleu": paper_bleu(hypotheses, references, target_lang),
         "chrf": chrf(hypotheses, references),
         "length_ratio": sacre["sys_len"] / max(sacre["ref_len"], 1),

@@ -63,3 +63,12 @@ def allgather_json(value) -> list:
     padded[:data.size] = data
     rows = allgather_rows(padded)
     return [json.loads(bytes(rows[p, :sizes[p]]).decode()) for p in range(len(sizes))]
+
+
+def barrier(name: str, timeout_seconds: float) -> None:
+    """All processes wait here for each other (the coordination service's barrier; no device collective)."""
+    if single_process():
+        return
+    import orbax.checkpoint as ocp
+
+    ocp.multihost.sync_global_processes(name, timeout=int(timeout_seconds))

@@ -9,11 +9,16 @@ from __future__ import annotations
 import json
 import pathlib
 
+import jax
+
 from t2t_jax.checkpoint.average import average_last, saved_steps
 from t2t_jax.data.sources import split_text
-from t2t_jax.decode.translate import load_for_inference
-from t2t_jax.evaluate.report import evaluate_texts
+from t2t_jax.decode.translate import load_for_inference, translate_texts
+from t2t_jax.evaluate.report import write_report
 from t2t_jax.model.config import ConfigError
+from t2t_jax.train import distributed
+
+FINAL_BARRIER_SECONDS = 6 * 3600  # the others wait while process 0 averages (20 big checkpoints from a bucket)
 
 
 def final_splits(config) -> list[str]:
@@ -25,31 +30,56 @@ def final_splits(config) -> list[str]:
 
 
 def finish(config, workdir, log=print) -> dict:
-    """Average, evaluate, and write ``<workdir>/final.json``; returns {split: report}."""
+    """Average, evaluate, and write ``<workdir>/final.json``; returns {split: report}.
+
+    Every process of a multi-process run calls it: process 0 averages (reading and writing by itself, see
+    checkpoint/params.py) while the others wait at one barrier; then each process decodes an equal share of
+    every split, the hypotheses are gathered, and process 0 writes the reports once."""
     workdir = pathlib.Path(workdir)
+    lead = jax.process_index() == 0
+    log = log if lead else (lambda *a, **k: None)
     splits = final_splits(config)
-    checkpoint, averaged = "latest", None
     last = min(config.final.average_last, len(saved_steps(workdir)))
     if last < config.final.average_last:
         log(f"warning: final.average_last = {config.final.average_last} but only {last} checkpoint(s) exist; "
             f"averaging {last}", flush=True)
-    if last > 1:
-        averaged = average_last(workdir, last, workdir / "averaged", log=lambda *_: None)
-        checkpoint = "averaged"
+    checkpoint, averaged = ("averaged", saved_steps(workdir)[-last:]) if last > 1 else ("latest", None)
+    if last > 1 and lead:
+        average_last(workdir, last, workdir / "averaged", log=lambda *_: None)
         log(f"averaged the checkpoints of steps {averaged} -> {workdir / 'averaged'}", flush=True)
+    distributed.barrier("t2t_final_averaged", timeout_seconds=FINAL_BARRIER_SECONDS)
     reports = {}
     if splits:
         cfg, params, tokenizer, _, step = load_for_inference(workdir, checkpoint)
     for split in splits:
         sources, references = split_text(config, split, log=log)
-        report = evaluate_texts(sources, references, tokenizer, params, cfg, target_lang=config.data.target_lang,
-                                beam=config.final.beam, alpha=config.final.alpha, out_dir=workdir / "eval",
-                                name=f"{split}.{checkpoint}", log=log)
+        hypotheses, stats = _decode_shared(sources, tokenizer, params, cfg, config.final, log)
+        name = f"{split}.{checkpoint}"
+        report = write_report(hypotheses, references, stats, target_lang=config.data.target_lang,
+                              beam=config.final.beam, alpha=config.final.alpha, out_dir=workdir / "eval",
+                              name=name) if lead else None
         reports[split] = report
-        log(f"final {split} ({checkpoint}, step {step}, beam {config.final.beam}, alpha {config.final.alpha}): "
-            f"sacreBLEU {report['sacrebleu']['score']:.2f} ({report['sacrebleu']['signature']}) | paper BLEU "
-            f"{report['paper_bleu']['score']:.2f} | chrF {report['chrf']['score']:.2f} | length ratio "
-            f"{report['length_ratio']:.3f} -> {workdir / 'eval' / (split + '.' + checkpoint)}.md", flush=True)
-    summary = {"checkpoint": checkpoint, "averaged_steps": averaged, "reports": reports}
-    (workdir / "final.json").write_text(json.dumps(summary, indent=2))
+        if lead:
+            log(f"final {split} ({checkpoint}, step {step}, beam {config.final.beam}, alpha {config.final.alpha}): "
+                f"sacreBLEU {report['sacrebleu']['score']:.2f} ({report['sacrebleu']['signature']}) | paper BLEU "
+                f"{report['paper_bleu']['score']:.2f} | chrF {report['chrf']['score']:.2f} | length ratio "
+                f"{report['length_ratio']:.3f} -> {workdir / 'eval' / name}.md", flush=True)
+    if lead:
+        summary = {"checkpoint": checkpoint, "averaged_steps": averaged, "reports": reports}
+        (workdir / "final.json").write_text(json.dumps(summary, indent=2))
     return reports
+
+
+def _decode_shared(sources, tokenizer, params, cfg, final, log):
+    """(hypotheses in input order, decode stats): process p of N decodes sentences p, p+N, ..."""
+    count, index = jax.process_count(), jax.process_index()
+    results, stats = translate_texts(sources[index::count], tokenizer, params, cfg, beam=final.beam,
+                                     alpha=final.alpha, log=log)
+    shares = distributed.allgather_json({"hypotheses": [r[0][0] for r in results], "stats": stats})
+    hypotheses = [""] * len(sources)
+    for p, share in enumerate(shares):
+        hypotheses[p::count] = share["hypotheses"]
+    stats = {"sentences": sum(s["stats"]["sentences"] for s in shares),
+             "tokens": sum(s["stats"]["tokens"] for s in shares),
+             "seconds": max(s["stats"]["seconds"] for s in shares)}  # the processes decode side by side
+    return hypotheses, stats

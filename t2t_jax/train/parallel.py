@@ -106,6 +106,8 @@ class PmapLauncher:
         """The stacked replicas as one global array replicated over all devices (what orbax saves in a
         multi-process run; no host copy: the per-device buffers are reused)."""
         def unstack(x):
+            if not isinstance(x, jax.Array):  # put_state's host arrays, before the first step
+                return x[0]
             shards = {shard.device: shard.data for shard in x.addressable_shards}
             buffers = [shards[d].reshape(x.shape[1:]) for d in self.replicated.addressable_devices]
             return jax.make_array_from_single_device_arrays(x.shape[1:], self.replicated, buffers)

@@ -1,0 +1,210 @@
+"""The multi-host fault matrix: real ``t2t-train`` processes on 127.0.0.1 (gloo), 2 CPU devices each.
+
+Every run is bounded by a timeout; the model is the smallest that trains (d 32, one layer each side).
+References are independent runs: an uninterrupted run for the resumes, one process on the same global
+device count for pmap, and every example of an epoch counted from the workers' records for elastic resume.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORKER = os.path.join(ROOT, "tests", "multihost_worker.py")
+TINY = ["--config.model.d_model=32", "--config.model.d_ff=64", "--config.model.num_heads=2",
+        "--config.model.encoder_layers=1", "--config.model.decoder_layers=1", "--config.data.batch_tokens=256",
+        "--config.train.tensorboard=False", "--config.train.log_every=5", "--config.train.eval_every=100000",
+        "--config.parallel.sync_every=5", "--config.checkpoint.every_minutes=0", "--config.checkpoint.keep=100"]
+STEPS = 150
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """N worker processes sharing one workdir; each one's output in <workdir>/../<name>.p<i>.log."""
+
+    def __init__(self, workdir, processes, overrides, devices=2, name="run"):
+        self.workdir, self.logs = str(workdir), []
+        os.makedirs(self.workdir, exist_ok=True)
+        env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+               "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
+        port = free_port()
+        self.procs = []
+        for i in range(processes):
+            log = os.path.join(os.path.dirname(self.workdir), f"{name}.p{i}.log")
+            self.logs.append(log)
+            with open(log, "w") as out:
+                self.procs.append(subprocess.Popen([sys.executable, WORKER, str(port), str(i), str(processes),
+                                                    self.workdir, *overrides], cwd=ROOT, env=env, stdout=out,
+                                                   stderr=subprocess.STDOUT))
+
+    def output(self, i):
+        with open(self.logs[i]) as log:
+            return "".join(line for line in log if not line.startswith("[Gloo]"))
+
+    def wait_for(self, text, timeout=120):
+        deadline = time.monotonic() + timeout
+        while text not in self.output(0):
+            assert time.monotonic() < deadline and all(p.poll() is None for p in self.procs), self.output(0)
+            time.sleep(0.2)
+
+    def wait(self, timeout=180):
+        """Return codes; every process is killed at the timeout (the test then fails: a hang)."""
+        deadline = time.monotonic() + timeout
+        try:
+            for p in self.procs:
+                p.wait(timeout=max(deadline - time.monotonic(), 1))
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"hang: still running after {timeout} s\n" + "\n---\n".join(map(self.output, range(len(self.procs)))))
+        finally:
+            for p in self.procs:
+                p.kill()
+        return [p.returncode for p in self.procs]
+
+    def records(self, kind, i):
+        path = os.path.join(self.workdir, "records", f"p{i}.{kind}.jsonl")
+        return [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+
+
+def run(workdir, processes, overrides, **kwargs):
+    cluster = Cluster(workdir, processes, overrides, **kwargs)
+    codes = cluster.wait()
+    assert codes == [0] * processes, "\n---\n".join(map(cluster.output, range(processes)))
+    return cluster
+
+
+def train_losses(workdir):
+    """{step: smoothed train loss} from history.jsonl (appended by process 0 of every run in the workdir)."""
+    lines = [json.loads(line) for line in open(os.path.join(workdir, "history.jsonl"))]
+    return {h["step"]: h["loss"] for h in lines if h["split"] == "train"}
+
+
+def assert_same_losses(workdir, reference, first_step=5):
+    """Every logged loss from ``first_step`` on equals the uninterrupted run's (a killed run logs nothing)."""
+    got, want = train_losses(workdir), train_losses(reference)
+    assert sorted(got) == [s for s in sorted(want) if s >= first_step]
+    assert max(abs(got[s] - want[s]) for s in got) < 1e-6, (got, want)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """Two processes, STEPS steps, a timed checkpoint every second: no hang, both save the same steps."""
+    workdir = tmp_path_factory.mktemp("uninterrupted") / "work"
+    cluster = run(workdir, 2, TINY + [f"--config.train.steps={STEPS}", "--config.checkpoint.every_steps=0",
+                                      "--config.checkpoint.every_minutes=0.0167"], name="uninterrupted")
+    return cluster
+
+
+def test_timed_checkpoints_are_agreed(uninterrupted):
+    saves = [uninterrupted.records("saves", i) for i in range(2)]
+    assert saves[0] == saves[1]
+    assert len(saves[0]) >= 3 and saves[0][-1] == STEPS  # timed saves happened, and the last step
+    assert all(s % 5 == 0 for s in saves[0])  # only at agreement steps (parallel.sync_every = 5)
+
+
+def test_sigterm_to_one_process_saves_one_step_everywhere_and_resumes_exactly(tmp_path, uninterrupted):
+    workdir = tmp_path / "work"
+    common = TINY + [f"--config.train.steps={STEPS}", "--config.checkpoint.every_steps=0"]
+    cluster = Cluster(workdir, 2, common, name="sigterm")
+    cluster.wait_for("step 40/")
+    cluster.procs[1].send_signal(signal.SIGTERM)  # preemption reaches one host
+    assert cluster.wait(timeout=60) == [0, 0], cluster.output(0) + cluster.output(1)
+    saves = [cluster.records("saves", i) for i in range(2)]
+    assert saves[0] == saves[1] and len(saves[0]) == 1 and saves[0][0] < STEPS
+    assert f"SIGTERM: saved the checkpoint at step {saves[0][0]}" in cluster.output(0)
+    resumed = run(workdir, 2, common, name="sigterm_resume")
+    assert f"resumed from the checkpoint at step {saves[0][0]}" in resumed.output(0)
+    assert_same_losses(workdir, uninterrupted.workdir)
+
+
+def test_kill_9_of_one_process_ends_the_other_with_an_error_and_the_rerun_resumes(tmp_path, uninterrupted):
+    workdir = tmp_path / "work"
+    common = TINY + [f"--config.train.steps={STEPS}", "--config.checkpoint.every_steps=20"]
+    cluster = Cluster(workdir, 2, common + ["--config.parallel.watchdog_seconds=8",
+                                            "--config.parallel.heartbeat_seconds=120"], name="kill")
+    cluster.wait_for("step 45/")
+    cluster.procs[1].kill()
+    began = time.monotonic()
+    codes = cluster.wait(timeout=60)
+    assert codes[0] == 75 and time.monotonic() - began < 40  # the watchdog's exit code, within its bound
+    assert "error: waited" in cluster.output(0) and "another process has probably died" in cluster.output(0)
+    resumed = run(workdir, 2, common, name="kill_resume")
+    step = int(resumed.output(0).split("resumed from the checkpoint at step ")[1].split()[0])
+    assert step in (20, 40)  # the last complete checkpoint (the one at 40 may have been cut short by the kill)
+    assert_same_losses(workdir, uninterrupted.workdir, first_step=step + 5)
+
+
+def test_second_signal_exits_at_once(tmp_path):
+    cluster = Cluster(tmp_path / "work", 1, TINY + ["--config.train.steps=100000"], name="second")
+    cluster.wait_for("step 10/")
+    cluster.procs[0].send_signal(signal.SIGSTOP)  # hold it so both signals arrive before it can act
+    cluster.procs[0].send_signal(signal.SIGTERM)
+    cluster.procs[0].send_signal(signal.SIGINT)
+    cluster.procs[0].send_signal(signal.SIGCONT)
+    assert cluster.wait(timeout=30) == [128 + signal.SIGINT]
+    assert "second signal (SIGINT)" in cluster.output(0)
+
+
+def final_params(workdir):
+    from flax.traverse_util import flatten_dict
+
+    from t2t_jax.checkpoint.params import load_params
+
+    return flatten_dict(load_params(workdir, "latest")[1], sep="/")
+
+
+def test_pmap_on_two_processes_equals_mesh_on_one(tmp_path):
+    common = TINY + ["--config.train.steps=10", "--config.checkpoint.every_steps=0", "--config.model.dropout=0.1"]
+    run(tmp_path / "pmap", 2, common + ["--config.parallel.launcher=pmap"], devices=2, name="pmap")
+    run(tmp_path / "mesh", 1, common, devices=4, name="mesh")
+    pmap, mesh = final_params(tmp_path / "pmap"), final_params(tmp_path / "mesh")
+    assert max(float(np.abs(pmap[k] - mesh[k]).max()) for k in mesh) < 1e-5
+
+
+def write_corpus(prefix, lines, seed):
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(30)]
+    for lang, shift in (("en", 0), ("de", 7)):
+        with open(f"{prefix}.{lang}", "w") as out:
+            for _ in range(lines):
+                n = int(rng.integers(1, 6))
+                out.write(" ".join(words[(int(w) + shift) % 30] for w in rng.integers(0, 30, n)) + "\n")
+
+
+def test_elastic_resume_reads_every_example_once_per_epoch_and_final_stage_on_two(tmp_path):
+    write_corpus(tmp_path / "train", 240, seed=0)
+    write_corpus(tmp_path / "val", 12, seed=1)
+    text = TINY + ["--config.data.dataset=parallel_text", f"--config.data.train_prefix={tmp_path / 'train'}",
+                   f"--config.data.validation_prefix={tmp_path / 'val'}", "--config.model.vocab_size=32",
+                   "--config.checkpoint.every_steps=4"]
+    workdir = tmp_path / "work"
+    first = run(workdir, 2, text + ["--config.train.steps=7", "--config.final.average_last=2",
+                                    "--config.final.splits=validation", "--config.final.beam=2"], name="two")
+    report = json.load(open(workdir / "eval" / "validation.averaged.json"))
+    assert report["sentences"] == 12 and len(open(workdir / "eval" / "validation.averaged.hyp").readlines()) == 12
+    assert "final validation (averaged" in first.output(0) and "final validation" not in first.output(1)
+    one = run(workdir, 1, text + ["--config.train.steps=20"], devices=2, name="one")  # 2 -> 1
+    assert "elastic resume: the checkpoint was written by 2 process(es), this run has 1" in one.output(0)
+    again = run(workdir, 2, text + ["--config.train.steps=30"], name="again")  # 1 -> 2
+    assert "written by 1 process(es), this run has 2" in again.output(0)
+    taken = {}
+    for i in range(2):
+        for batch in again.records("examples", i):
+            for epoch, index in batch:
+                taken.setdefault(epoch, []).append(index)
+    finished = sorted(taken)[:-1]  # the newest epoch may be incomplete
+    assert len(finished) >= 2  # epochs spanning the 2 -> 1 and 1 -> 2 changes are among them
+    for epoch in finished:
+        assert sorted(taken[epoch]) == list(range(240)), f"epoch {epoch}: examples read twice or skipped"
