@@ -3,7 +3,8 @@
 Usage: XLA_FLAGS=--xla_force_host_platform_device_count=K \
     python tests/multihost_worker.py PORT PROCESS_ID PROCESSES WORKDIR [--config.a.b=v ...]
 
-PROCESSES = 1 runs without a process group.  Records, per process, in WORKDIR/records/:
+PROCESSES = 1 runs without a process group.  With T2T_FAKE_GCS=ROOT set, gs:// is a local fake rooted at ROOT
+(tests/fake_gcs.py).  Records, per process, in WORKDIR/records/:
   p<i>.examples.jsonl  one line per training batch: the (epoch, example index) pairs packed into it
   p<i>.saves.jsonl     the step of every checkpoint save this process entered
 """
@@ -25,7 +26,14 @@ def record(path, value):
 
 def main():
     port, process_id, processes, workdir, *overrides = sys.argv[1:]
-    records = os.path.join(workdir, "records")
+    if os.environ.get("T2T_FAKE_GCS"):
+        from fake_gcs import PREFIX, install
+
+        install(os.environ["T2T_FAKE_GCS"])
+        records_root = os.path.join(os.environ["T2T_FAKE_GCS"], workdir.removeprefix(PREFIX))
+    else:
+        records_root = workdir
+    records = os.path.join(records_root, "records")
     os.makedirs(records, exist_ok=True)
     prefix = os.path.join(records, f"p{process_id}")
 

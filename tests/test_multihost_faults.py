@@ -35,15 +35,18 @@ def free_port():
 class Cluster:
     """N worker processes sharing one workdir; each one's output in <workdir>/../<name>.p<i>.log."""
 
-    def __init__(self, workdir, processes, overrides, devices=2, name="run"):
+    def __init__(self, workdir, processes, overrides, devices=2, name="run", logs=None, env=()):
+        """``logs``: the folder for the logs (default: beside a local workdir); ``env``: extra variables."""
         self.workdir, self.logs = str(workdir), []
-        os.makedirs(self.workdir, exist_ok=True)
+        if logs is None:
+            os.makedirs(self.workdir, exist_ok=True)
+        logs = logs or os.path.dirname(self.workdir)
         env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
-               "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
+               "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1", **dict(env)}
         port = free_port()
         self.procs = []
         for i in range(processes):
-            log = os.path.join(os.path.dirname(self.workdir), f"{name}.p{i}.log")
+            log = os.path.join(logs, f"{name}.p{i}.log")
             self.logs.append(log)
             with open(log, "w") as out:
                 self.procs.append(subprocess.Popen([sys.executable, WORKER, str(port), str(i), str(processes),
@@ -73,8 +76,8 @@ class Cluster:
                 p.kill()
         return [p.returncode for p in self.procs]
 
-    def records(self, kind, i):
-        path = os.path.join(self.workdir, "records", f"p{i}.{kind}.jsonl")
+    def records(self, kind, i, root=None):
+        path = os.path.join(root or self.workdir, "records", f"p{i}.{kind}.jsonl")
         return [json.loads(line) for line in open(path)] if os.path.exists(path) else []
 
 
@@ -183,12 +186,16 @@ def write_corpus(prefix, lines, seed):
                 out.write(" ".join(words[(int(w) + shift) % 30] for w in rng.integers(0, 30, n)) + "\n")
 
 
-def test_elastic_resume_reads_every_example_once_per_epoch_and_final_stage_on_two(tmp_path):
-    write_corpus(tmp_path / "train", 240, seed=0)
+def text_overrides(tmp_path, lines=240):
+    write_corpus(tmp_path / "train", lines, seed=0)
     write_corpus(tmp_path / "val", 12, seed=1)
-    text = TINY + ["--config.data.dataset=parallel_text", f"--config.data.train_prefix={tmp_path / 'train'}",
+    return TINY + ["--config.data.dataset=parallel_text", f"--config.data.train_prefix={tmp_path / 'train'}",
                    f"--config.data.validation_prefix={tmp_path / 'val'}", "--config.model.vocab_size=32",
                    "--config.checkpoint.every_steps=4"]
+
+
+def test_elastic_resume_reads_every_example_once_per_epoch_and_final_stage_on_two(tmp_path):
+    text = text_overrides(tmp_path)
     workdir = tmp_path / "work"
     first = run(workdir, 2, text + ["--config.train.steps=7", "--config.final.average_last=2",
                                     "--config.final.splits=validation", "--config.final.beam=2"], name="two")
@@ -208,3 +215,25 @@ def test_elastic_resume_reads_every_example_once_per_epoch_and_final_stage_on_tw
     assert len(finished) >= 2  # epochs spanning the 2 -> 1 and 1 -> 2 changes are among them
     for epoch in finished:
         assert sorted(taken[epoch]) == list(range(240)), f"epoch {epoch}: examples read twice or skipped"
+
+
+def test_object_store_workdir_stays_a_url_end_to_end(tmp_path):
+    """gs://bucket/run on a fake object store (tests/fake_gcs.py: gs://b/k is <root>/b/k): every artifact of a
+    two-process run with its final stage lands in the bucket, a one-process resume reads it back, and no
+    local "gs:" folder appears (what pathlib.Path("gs://b/run") would create)."""
+    root = tmp_path / "bucket_root"
+    fake = {"T2T_FAKE_GCS": str(root)}
+    text = text_overrides(tmp_path, lines=60) + ["--config.train.tensorboard=True", "--config.train.eval_every=4"]
+    for processes, steps in ((2, 8), (1, 12)):
+        cluster = Cluster("gs://bucket/run", processes, text + [f"--config.train.steps={steps}",
+                                                                "--config.final.average_last=2",
+                                                                "--config.final.splits=validation"],
+                          name=f"gcs{processes}", logs=str(tmp_path), env=fake)
+        assert cluster.wait() == [0] * processes, cluster.output(0)
+    assert "resumed from the checkpoint at step 8 (gs://bucket/run/checkpoints)" in cluster.output(0)
+    run_dir = root / "bucket" / "run"
+    for name in ("config.json", "spm.model", "history.jsonl", "summary.json", "curves.png", "final.json",
+                 "checkpoints/12", "best", "averaged/12", "averaged/spm.model", "eval/validation.averaged.json"):
+        assert (run_dir / name).exists(), name
+    assert list((run_dir / "tensorboard").glob("events.out.tfevents.*"))
+    assert not [p for p in (ROOT, tmp_path, os.getcwd()) if os.path.exists(os.path.join(p, "gs:"))]

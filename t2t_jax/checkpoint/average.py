@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import pathlib
 
 import jax
 import numpy as np
@@ -11,21 +10,22 @@ import orbax.checkpoint as ocp
 from t2t_jax.checkpoint.manager import LATEST_DIR
 from t2t_jax.checkpoint.params import alone_options, restore_params_tree, save_params
 from t2t_jax.model.config import ConfigError
+from t2t_jax.workdir import workdir_path
 
 
 def saved_steps(workdir) -> list[int]:
     """The steps of the checkpoints kept in ``workdir``, oldest first."""
-    directory = pathlib.Path(workdir) / LATEST_DIR
+    directory = workdir_path(workdir) / LATEST_DIR
     if not directory.exists():
         return []
-    manager = ocp.CheckpointManager(directory.absolute(), options=alone_options(read_only=True))
+    manager = ocp.CheckpointManager(directory, options=alone_options(read_only=True))
     return sorted(manager.all_steps())
 
 
 def average_last(workdir, last: int, out_dir, log=print, until: int | None = None) -> list[int]:
     """Average the params of the last ``last`` checkpoints of ``workdir`` (those at or before step ``until``
     when given: what a shorter run would have averaged) into ``out_dir``; returns the steps."""
-    directory = pathlib.Path(workdir) / LATEST_DIR
+    directory = workdir_path(workdir) / LATEST_DIR
     steps = [s for s in saved_steps(workdir) if until is None or s <= until]
     if len(steps) < last:
         where = f" at or before step {until}" if until is not None else ""
@@ -38,6 +38,6 @@ def average_last(workdir, last: int, out_dir, log=print, until: int | None = Non
         total = params if total is None else jax.tree_util.tree_map(np.add, total, params)
         log(f"read step {step}")
     average = jax.tree_util.tree_map(lambda x: x / np.float32(len(chosen)), total)
-    config = json.loads((pathlib.Path(workdir) / "config.json").read_text())
+    config = json.loads((workdir_path(workdir) / "config.json").read_text())
     save_params(out_dir, chosen[-1], average, {**config, "_averaged_steps": chosen}, workdir=workdir)
     return chosen

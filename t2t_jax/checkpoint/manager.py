@@ -9,20 +9,21 @@ target that carries the *current* sharding, so 8-device checkpoints load on 1.
 """
 from __future__ import annotations
 
-import pathlib
 from typing import Callable, Optional
 
 import jax
 import orbax.checkpoint as ocp
+from etils import epath
 
 from t2t_jax.model.config import ConfigError
+from t2t_jax.workdir import workdir_path
 
 LATEST_DIR, BEST_DIR = "checkpoints", "best"
 
 
-def _manager(directory: pathlib.Path, keep: int, async_save: bool) -> ocp.CheckpointManager:
+def _manager(directory: epath.Path, keep: int, async_save: bool) -> ocp.CheckpointManager:
     options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True, enable_async_checkpointing=async_save)
-    return ocp.CheckpointManager(directory.absolute(), options=options)
+    return ocp.CheckpointManager(directory, options=options)
 
 
 def abstract_like(tree, sharding=None):
@@ -38,7 +39,7 @@ class Checkpointer:
     on every process (train/control.py): orbax saves are collective."""
 
     def __init__(self, workdir, *, keep: int = 20, async_save: bool = True, log: Callable = print):
-        self.workdir = pathlib.Path(workdir)
+        self.workdir = workdir_path(workdir)
         self.latest = _manager(self.workdir / LATEST_DIR, keep, async_save)
         self.best = _manager(self.workdir / BEST_DIR, 1, async_save)
         self.best_metric: Optional[float] = self._saved_best_metric()

@@ -6,16 +6,14 @@ optimizer state; averaged checkpoints (params only) live in ``<workdir>/averaged
 from __future__ import annotations
 
 import json
-import pathlib
-import shutil
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
-from etils import epath
 
 from t2t_jax.checkpoint.manager import BEST_DIR, LATEST_DIR
 from t2t_jax.model.config import ConfigError
+from t2t_jax.workdir import workdir_path
 
 AVERAGED_DIR = "averaged"
 
@@ -31,9 +29,10 @@ def alone_options(**options) -> ocp.CheckpointManagerOptions:
     return ocp.CheckpointManagerOptions(**options)
 
 
-def restore_params_tree(directory: pathlib.Path, step=None):
+def restore_params_tree(directory, step=None):
     """(step, params as numpy arrays): read by this process alone, whatever devices wrote them."""
-    manager = ocp.CheckpointManager(directory.absolute(), options=alone_options(read_only=True))
+    directory = workdir_path(directory)
+    manager = ocp.CheckpointManager(directory, options=alone_options(read_only=True))
     steps = manager.all_steps()
     if not steps:
         raise ConfigError(f"no checkpoint in {directory}")
@@ -41,7 +40,7 @@ def restore_params_tree(directory: pathlib.Path, step=None):
     if step not in steps:
         raise ConfigError(f"no checkpoint at step {step} in {directory}; steps: {sorted(steps)}")
     item = "params" if (directory / str(step) / "params").exists() else "state"
-    metadata = ocp.StandardCheckpointHandler().metadata(epath.Path(directory.absolute()) / str(step) / item)
+    metadata = ocp.StandardCheckpointHandler().metadata(directory / str(step) / item)
     target = jax.tree_util.tree_map(lambda leaf: np.zeros(leaf.shape, leaf.dtype), metadata)  # numpy restores numpy
     restored = manager.restore(step, args=ocp.args.Composite(**{item: ocp.args.StandardRestore(target)}))
     tree = restored[item]
@@ -50,7 +49,7 @@ def restore_params_tree(directory: pathlib.Path, step=None):
 
 def load_params(workdir, which: str = "latest"):
     """(step, params as host arrays) of the chosen checkpoint in ``workdir``."""
-    workdir = pathlib.Path(workdir)
+    workdir = workdir_path(workdir)
     if which in ("latest", "best", "averaged"):
         directory = {"latest": LATEST_DIR, "best": BEST_DIR, "averaged": AVERAGED_DIR}[which]
         return restore_params_tree(workdir / directory)
@@ -64,14 +63,14 @@ def save_params(out_dir, step: int, params, config_dict: dict, workdir=None) -> 
 
     ``out_dir`` holds exactly one checkpoint: older ones are deleted first (readers take the newest step,
     so re-averaging an earlier range into the same directory must not leave a later one behind)."""
-    out_dir = pathlib.Path(out_dir)
+    out_dir = workdir_path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)  # orbax cannot create it for a manager of one process
-    manager = ocp.CheckpointManager(out_dir.absolute(), options=alone_options())
+    manager = ocp.CheckpointManager(out_dir, options=alone_options())
     for old in manager.all_steps():
         manager.delete(old)
     manager.save(step, args=ocp.args.Composite(params=ocp.args.StandardSave(params)), force=True)
     manager.wait_until_finished()
     manager.close()
     (out_dir / "config.json").write_text(json.dumps(config_dict, indent=2))
-    if workdir is not None and (pathlib.Path(workdir) / "spm.model").exists():
-        shutil.copy(pathlib.Path(workdir) / "spm.model", out_dir / "spm.model")
+    if workdir is not None and (workdir_path(workdir) / "spm.model").exists():
+        (workdir_path(workdir) / "spm.model").copy(out_dir / "spm.model", overwrite=True)

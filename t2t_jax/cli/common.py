@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import pathlib
 import sys
 
 from t2t_jax.config import load_config
 from t2t_jax.model.config import ConfigError
+from t2t_jax.workdir import workdir_path
 
 
 def parse_with_config(parser: argparse.ArgumentParser, argv=None):
@@ -37,11 +37,11 @@ def use_compilation_cache(workdir) -> None:
     translate / evaluate of the same model and batch shapes loads them instead of compiling: each
     beam-search shape compiles for ~3 s on CPU, ~15 of the 24 s of a first Multi30k test-set evaluation.
     Call before anything is compiled; an explicit ``JAX_COMPILATION_CACHE_DIR`` wins; not a workdir: no-op."""
-    if os.environ.get("JAX_COMPILATION_CACHE_DIR") or not (pathlib.Path(workdir) / "config.json").exists():
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR") or not (workdir_path(workdir) / "config.json").exists():
         return
     import jax
 
-    jax.config.update("jax_compilation_cache_dir", str(pathlib.Path(workdir) / "jax_cache"))
+    jax.config.update("jax_compilation_cache_dir", str(workdir_path(workdir) / "jax_cache"))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # small models compile fast too
 
 

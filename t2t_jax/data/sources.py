@@ -23,6 +23,7 @@ from t2t_jax.data.text import DataError, read_parallel
 from t2t_jax.data.tokenizer import Tokenizer, load_or_train
 from t2t_jax.model.config import ConfigError
 from t2t_jax.train import distributed
+from t2t_jax.workdir import workdir_path
 
 TOY_PREFIX = "toy_"
 EVAL_SEED_OFFSET = 10_007  # evaluation batches come from a different stream than training
@@ -101,7 +102,7 @@ def _toy_data(config) -> Data:
 def _text_data(config, workdir, log) -> Data:
     data = config.data
     train_src, train_tgt = split_text(config, "train", log)
-    spm_path = pathlib.Path(workdir or ".") / "spm.model"
+    spm_path = workdir_path(workdir or ".") / "spm.model"
     # One vocabulary for all processes: process 0 learns it, the others wait for it and read the file.
     if jax.process_index() == 0:
         tokenizer = load_or_train(spm_path, lambda: train_src + train_tgt, vocab_size=config.model.vocab_size,

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import io
-import pathlib
 import random
 
 import numpy as np
 import sentencepiece as spm
 
 from t2t_jax.data.text import DataError
+from t2t_jax.workdir import workdir_path
 
 PAD_ID, EOS_ID, UNK_ID = 0, 1, 2
 
@@ -20,10 +20,10 @@ class Tokenizer:
 
     @classmethod
     def load(cls, path) -> "Tokenizer":
-        return cls(pathlib.Path(path).read_bytes())
+        return cls(workdir_path(path).read_bytes())
 
     def save(self, path) -> None:
-        pathlib.Path(path).write_bytes(self.model_proto)
+        workdir_path(path).write_bytes(self.model_proto)
 
     @property
     def vocab_size(self) -> int:
@@ -65,7 +65,7 @@ def train_tokenizer(sentences, *, vocab_size: int, model_type: str = "bpe", max_
 
 def load_or_train(path, sentences_fn, **train_kwargs) -> Tokenizer:
     """The tokenizer cached at ``path``, or a new one trained on ``sentences_fn()`` and saved there."""
-    path = pathlib.Path(path)
+    path = workdir_path(path)
     if path.exists():
         return Tokenizer.load(path)
     tokenizer = train_tokenizer(sentences_fn(), **train_kwargs)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import pathlib
 import time
 
 import jax
@@ -13,11 +12,12 @@ from t2t_jax.data.pipeline import bucket_length
 from t2t_jax.data.tokenizer import Tokenizer
 from t2t_jax.decode.decoder import translate_ids
 from t2t_jax.model.config import ConfigError, ModelConfig
+from t2t_jax.workdir import workdir_path
 
 
 def load_for_inference(workdir, checkpoint: str = "latest"):
     """(ModelConfig, params, tokenizer, run config dict) of a training workdir."""
-    workdir = pathlib.Path(workdir)
+    workdir = workdir_path(workdir)
     if not (workdir / "config.json").exists():
         raise ConfigError(f"{workdir} is not a t2t_jax workdir (no config.json)")
     config = json.loads((workdir / "config.json").read_text())

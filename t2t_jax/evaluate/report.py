@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import json
-import pathlib
 
 from t2t_jax.decode.translate import translate_texts
 from t2t_jax.evaluate.bleu import chrf, paper_bleu, sacre_bleu
+from t2t_jax.workdir import workdir_path
 
 
 def evaluate_texts(sources, references, tokenizer, params, cfg, *, target_lang, beam, alpha, out_dir, name,
@@ -17,7 +17,7 @@ def evaluate_texts(sources, references, tokenizer, params, cfg, *, target_lang, 
 
 def write_report(hypotheses, references, stats, *, target_lang, beam, alpha, out_dir, name) -> dict:
     """Score ``hypotheses`` and write ``<out_dir>/<name>.{hyp,json,md}``; returns the report."""
-    out_dir = pathlib.Path(out_dir)
+    out_dir = workdir_path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{name}.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
     sacre = sacre_bleu(hypotheses, references)

@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import json
-import pathlib
+
+from t2t_jax.workdir import workdir_path
+import io
 
 
 def read_history(workdir) -> list[dict]:
-    path = pathlib.Path(workdir) / "history.jsonl"
+    path = workdir_path(workdir) / "history.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def plot_curves(workdir) -> pathlib.Path | None:
+def plot_curves(workdir):
     """Write ``workdir/curves.png``; returns its path (None when there is no history yet)."""
     history = read_history(workdir)
     train = [h for h in history if h["split"] == "train"]
@@ -37,7 +39,9 @@ def plot_curves(workdir) -> pathlib.Path | None:
         axes[2].plot([h["step"] for h in bleu], [h["bleu"] for h in bleu], "o-")
         axes[2].set(xlabel="step", ylabel="sacreBLEU", title="dev BLEU")
     fig.tight_layout()
-    path = pathlib.Path(workdir) / "curves.png"
-    fig.savefig(path, dpi=100)
+    path = workdir_path(workdir) / "curves.png"
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100)
+    path.write_bytes(png.getvalue())
     plt.close(fig)
     return path

@@ -7,7 +7,6 @@ One command then goes from data to a report: ``final.average_last`` newest check
 from __future__ import annotations
 
 import json
-import pathlib
 
 import jax
 
@@ -17,6 +16,7 @@ from t2t_jax.decode.translate import load_for_inference, translate_texts
 from t2t_jax.evaluate.report import write_report
 from t2t_jax.model.config import ConfigError
 from t2t_jax.train import distributed
+from t2t_jax.workdir import workdir_path
 
 FINAL_BARRIER_SECONDS = 6 * 3600  # the others wait while process 0 averages (20 big checkpoints from a bucket)
 
@@ -35,7 +35,7 @@ def finish(config, workdir, log=print) -> dict:
     Every process of a multi-process run calls it: process 0 averages (reading and writing by itself, see
     checkpoint/params.py) while the others wait at one barrier; then each process decodes an equal share of
     every split, the hypotheses are gathered, and process 0 writes the reports once."""
-    workdir = pathlib.Path(workdir)
+    workdir = workdir_path(workdir)
     lead = jax.process_index() == 0
     log = log if lead else (lambda *a, **k: None)
     splits = final_splits(config)

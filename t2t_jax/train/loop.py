@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import pathlib
 import time
 
 import jax
@@ -27,6 +26,7 @@ from t2t_jax.train.preemption import preemption_flag
 from t2t_jax.train.progress import Progress, format_duration
 from t2t_jax.train.state import create_state, make_optimizer, param_count
 from t2t_jax.train.watchdog import Watchdog
+from t2t_jax.workdir import append_text, workdir_path
 
 
 class NonFiniteLoss(RuntimeError):
@@ -83,7 +83,7 @@ def train(config, workdir: str, printer=print) -> dict:
     distributed.initialize(config.parallel)
     lead = jax.process_index() == 0
     say = printer if lead else (lambda *a, **k: None)
-    workdir = pathlib.Path(workdir)
+    workdir = workdir_path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     cfg = model_config(config)
     tx, schedule = make_optimizer(config.optimizer, cfg)
@@ -183,6 +183,7 @@ def _dev_metrics(config, cfg, launcher, state, data, step, events, say):
         best_metric = float(distributed.allgather_rows(np.float32(metrics["bleu"]))[0])  # process 0's decides
         events.text("dev/samples", step, samples)
     events.scalars("dev", step, metrics)
+    events.sync()
     return metrics, best_metric
 
 
@@ -218,9 +219,7 @@ def _summarize_run(workdir, step, start, started, history, state, say, stopped):
                "params": param_count(state.params),
                "final_eval": evals[-1] if evals else None, "history": history}
     if jax.process_index() == 0:
-        with open(workdir / "history.jsonl", "a") as log:
-            for entry in history:
-                log.write(json.dumps(entry) + "\n")
+        append_text(workdir / "history.jsonl", "".join(json.dumps(entry) + "\n" for entry in history))
         (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
         plot_curves(workdir)
     last = f" | eval loss {evals[-1]['loss']:.4f} | eval acc {evals[-1]['accuracy']:.4f}" if evals else ""
