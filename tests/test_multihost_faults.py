@@ -168,12 +168,14 @@ def final_params(workdir):
     return flatten_dict(load_params(workdir, "latest")[1], sep="/")
 
 
-def test_pmap_on_two_processes_equals_mesh_on_one(tmp_path):
+def test_pmap_and_mesh_on_two_processes_equal_mesh_on_one(tmp_path):
     common = TINY + ["--config.train.steps=10", "--config.checkpoint.every_steps=0", "--config.model.dropout=0.1"]
-    run(tmp_path / "pmap", 2, common + ["--config.parallel.launcher=pmap"], devices=2, name="pmap")
-    run(tmp_path / "mesh", 1, common, devices=4, name="mesh")
-    pmap, mesh = final_params(tmp_path / "pmap"), final_params(tmp_path / "mesh")
-    assert max(float(np.abs(pmap[k] - mesh[k]).max()) for k in mesh) < 1e-5
+    run(tmp_path / "one", 1, common, devices=4, name="one")
+    one = final_params(tmp_path / "one")
+    for launcher in ("pmap", "mesh"):
+        run(tmp_path / launcher, 2, common + [f"--config.parallel.launcher={launcher}"], devices=2, name=launcher)
+        got = final_params(tmp_path / launcher)
+        assert max(float(np.abs(got[k] - one[k]).max()) for k in one) < 1e-5, launcher
 
 
 def write_corpus(prefix, lines, seed):

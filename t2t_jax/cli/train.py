@@ -32,32 +32,32 @@ def main(argv=None):
         if summary["stopped"] in ("steps", "budget") and (config.final.average_last > 1 or final_splits(config)):
             finish(config, args.workdir)  # every process takes part (train/finish.py)
     except (ConfigError, DataError) as error:
-        _exit_group(lambda: fail(str(error)))
+        _leave(str(error))
     except jax.errors.JaxRuntimeError as error:
         if jax.process_count() == 1:
             raise
-        _exit_group(lambda: fail(f"a collective with the other processes failed ({str(error).splitlines()[0][:300]}):"
-                                 f" another process has probably died; rerun every process to resume from the last "
-                                 f"complete checkpoint"))
-    except BaseException:
-        _exit_group(lambda: (traceback.print_exc(), sys.exit(1)))
+        _leave(f"a collective with the other processes failed ({str(error).splitlines()[0][:300]}): another "
+               f"process has probably died; rerun every process to resume from the last complete checkpoint")
+    except Exception:
+        if jax.process_count() == 1:
+            raise
+        traceback.print_exc()
+        _leave(None, code=1)
 
 
-def _exit_group(report) -> None:
-    """Report and exit.  In a multi-process run, exit at once: the polite exit (jax.distributed.shutdown at
-    interpreter exit) waits minutes for the other processes, which wait in turn for this one — a failing
-    process must leave the group so the others see it gone and end too, instead of all of them hanging."""
+def _leave(message, code: int = 2) -> None:
+    """Print ``error: message`` and exit.  In a multi-process run exit at once: the polite exit
+    (jax.distributed.shutdown at interpreter exit) waits minutes for the other processes, which wait in turn
+    for this one — a failing process must leave the group so that the others see it gone and end too."""
     import jax
 
     if jax.process_count() == 1:
-        report()
-        return
-    try:
-        report()
-    except SystemExit as done:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(done.code if isinstance(done.code, int) else 1)
+        fail(message)
+    if message:
+        print(f"error: {message}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -53,7 +53,8 @@ def finish(config, workdir, log=print) -> dict:
         cfg, params, tokenizer, _, step = load_for_inference(workdir, checkpoint)
     for split in splits:
         sources, references = split_text(config, split, log=log)
-        hypotheses, stats = _decode_shared(sources, tokenizer, params, cfg, config.final, log)
+        hypotheses, stats = decode_shared(sources, tokenizer, params, cfg, beam=config.final.beam,
+                                          alpha=config.final.alpha, log=log)
         name = f"{split}.{checkpoint}"
         report = write_report(hypotheses, references, stats, target_lang=config.data.target_lang,
                               beam=config.final.beam, alpha=config.final.alpha, out_dir=workdir / "eval",
@@ -70,11 +71,12 @@ def finish(config, workdir, log=print) -> dict:
     return reports
 
 
-def _decode_shared(sources, tokenizer, params, cfg, final, log):
-    """(hypotheses in input order, decode stats): process p of N decodes sentences p, p+N, ..."""
+def decode_shared(sources, tokenizer, params, cfg, *, beam, alpha=0.6, log=print):
+    """(hypotheses in input order, decode stats), identical on every process: process p of N decodes
+    sentences p, p+N, ... on its own devices and the hypotheses are gathered."""
     count, index = jax.process_count(), jax.process_index()
-    results, stats = translate_texts(sources[index::count], tokenizer, params, cfg, beam=final.beam,
-                                     alpha=final.alpha, log=log)
+    results, stats = translate_texts(sources[index::count], tokenizer, params, cfg, beam=beam, alpha=alpha,
+                                     log=log)
     shares = distributed.allgather_json({"hypotheses": [r[0][0] for r in results], "stats": stats})
     hypotheses = [""] * len(sources)
     for p, share in enumerate(shares):

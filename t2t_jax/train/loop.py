@@ -7,18 +7,17 @@ import math
 import time
 
 import jax
-import numpy as np
 
 from t2t_jax.checkpoint.manager import Checkpointer, abstract_like, check_compatible
 from t2t_jax.config import model_config
 from t2t_jax.data.geometry import batch_rows
 from t2t_jax.data.sources import make_data
-from t2t_jax.decode.translate import translate_texts
 from t2t_jax.evaluate.bleu import sacre_bleu
 from t2t_jax.model import Transformer
 from t2t_jax.train import distributed
 from t2t_jax.train.control import Control
 from t2t_jax.train.curves import plot_curves
+from t2t_jax.train.finish import decode_shared
 from t2t_jax.train.events import EventLog
 from t2t_jax.train.loss import summarize
 from t2t_jax.train.parallel import host_tree, make_launcher
@@ -180,7 +179,7 @@ def _dev_metrics(config, cfg, launcher, state, data, step, events, say):
     best_metric = None if bleu_enabled else -metrics["nll"]  # the best slot keys on one metric
     if bleu_enabled and step % config.train.bleu_every == 0:
         metrics["bleu"], samples = dev_bleu(config, cfg, launcher.get_state(state).params, data, say)
-        best_metric = float(distributed.allgather_rows(np.float32(metrics["bleu"]))[0])  # process 0's decides
+        best_metric = metrics["bleu"]  # the same on every process: the hypotheses are gathered
         events.text("dev/samples", step, samples)
     events.scalars("dev", step, metrics)
     events.sync()
@@ -192,9 +191,7 @@ def dev_bleu(config, cfg, params, data, say) -> tuple[float, str]:
     params = host_tree(params)  # plain arrays: decoding runs on one device
     count = config.train.bleu_sentences or len(data.eval_sources)
     sources, references = data.eval_sources[:count], data.eval_references[:count]
-    results, stats = translate_texts(sources, data.tokenizer, params, cfg, beam=config.train.bleu_beam,
-                                     log=say)
-    hypotheses = [r[0][0] for r in results]
+    hypotheses, stats = decode_shared(sources, data.tokenizer, params, cfg, beam=config.train.bleu_beam, log=say)
     bleu = sacre_bleu(hypotheses, references)
     say(f"dev BLEU {bleu['score']:.2f} on {count} sentences ({bleu['signature']}) | decoded in "
         f"{stats['seconds']:.0f}s", flush=True)
