@@ -32,8 +32,8 @@ def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
         sys.executable, "-m", "t2t_jax.train", "--config", "experiments/smoke.py", "--workdir", str(workdir),
         "--config.data.dataset=parallel_text", f"--config.data.train_prefix={tmp_path}/train",
         f"--config.data.validation_prefix={tmp_path}/dev", "--config.data.max_length=16",
-        "--config.model.vocab_size=40", "--config.train.steps=800", "--config.train.bleu_every=400",
-        "--config.train.bleu_sentences=10", "--config.train.eval_every=400", "--config.train.log_every=200"],
+        "--config.model.vocab_size=40", "--config.train.steps=1200", "--config.train.bleu_every=400",
+        "--config.train.bleu_sentences=0", "--config.train.eval_every=400", "--config.train.log_every=200"],
         capture_output=True, text=True, timeout=600)
     assert train.returncode == 0, train.stdout + train.stderr
     assert "dev BLEU" in train.stdout and "hyp:" in train.stdout

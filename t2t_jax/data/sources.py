@@ -30,6 +30,7 @@ EVAL_SEED_OFFSET = 10_007  # evaluation batches come from a different stream tha
 SPLITS = ("train", "validation", "test")
 MULTI30K_FILES = {"train": "train", "validation": "val", "test": "test_2016_flickr"}
 TFDS_NAMES = ("wmt14_translate/de-en", "wmt14_translate/fr-en")
+FETCH_COMMAND = "python -m t2t_jax.data.fetch multi30k"  # data/fetch.py
 TOKENIZER_BARRIER_SECONDS = 3 * 3600  # sentencepiece on a 2M-sentence sample takes tens of minutes
 
 
@@ -45,10 +46,11 @@ class Data:
 def data_dir(config) -> pathlib.Path:
     path = config.data.data_dir or os.environ.get("T2T_DATA_DIR", "")
     if not path:
-        raise ConfigError("no data directory: set data.data_dir or the T2T_DATA_DIR environment variable "
-                          "(e.g. T2T_DATA_DIR=../shared/data)")
+        raise ConfigError(f"no data directory: set data.data_dir or the T2T_DATA_DIR environment variable; to "
+                          f"get Multi30k run `{FETCH_COMMAND} --to DIR`, then T2T_DATA_DIR=DIR")
     if not pathlib.Path(path).is_dir():
-        raise ConfigError(f"data directory {path} does not exist (data.data_dir / T2T_DATA_DIR)")
+        raise ConfigError(f"data directory {path} does not exist (data.data_dir / T2T_DATA_DIR); to get "
+                          f"Multi30k there run `{FETCH_COMMAND} --to {path}`")
     return pathlib.Path(path)
 
 
@@ -74,7 +76,8 @@ def split_text(config, split: str, log=print):
     source_file, target_file = pathlib.Path(f"{prefix}.{src}"), pathlib.Path(f"{prefix}.{tgt}")
     for file in (source_file, target_file):
         if not file.exists():
-            raise DataError(f"{file}: missing file for split {split!r} of {data.dataset}")
+            hint = f"; run `{FETCH_COMMAND} --to {data_dir(config)}`" if data.dataset == "multi30k" else ""
+            raise DataError(f"{file}: missing file for split {split!r} of {data.dataset}{hint}")
     return read_parallel(source_file, target_file, training=training, log=log)
 
 

@@ -2,8 +2,7 @@
 
 Prepare once where there is network (array_record format), then point data.tfds_data_dir at it:
 
-    python -c "import tensorflow_datasets as tfds; tfds.builder('wmt14_translate/de-en', \\
-        data_dir='DIR', file_format='array_record').download_and_prepare()"
+    python -m t2t_jax.data.fetch wmt14 --pair de-en --to DIR      # data/fetch.py
 
 Splits: train, validation = newstest2013, test = newstest2014 (3003 sentences for en-de).
 """
@@ -24,7 +23,7 @@ def tfds_split(name: str, split: str, source_lang: str, target_lang: str, data_d
         raise DataError(
             f"{name} split {split!r} is not prepared under {data_dir or 'the tfds default data_dir'} and this "
             f"command never downloads ({type(error).__name__}). Prepare it where there is network with "
-            f"tfds.builder({name!r}, data_dir=DIR, file_format='array_record').download_and_prepare(), then set "
+            f"`python -m t2t_jax.data.fetch wmt14 --pair {name.split('/')[1]} --to DIR`, then set "
             f"--config.data.tfds_data_dir=DIR; or use data.dataset=parallel_text with local files.") from None
     expected = EXPECTED_SIZES.get((name, split))
     if expected is not None and len(source) != expected:

@@ -1,0 +1,91 @@
+"""The Multi30k fetch command against a local gzip mirror of the reference copy (no test touches the network)."""
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from t2t_jax.data.fetch import MULTI30K_SHA256, fetch_multi30k
+from t2t_jax.data.text import DataError
+from test_data import SHARED_DATA, needs_shared_data
+
+@pytest.fixture
+def mirror(tmp_path):
+    """<tmp>/mirror/<split>.<lang>.gz, gzip-compressed as upstream serves them."""
+    folder = tmp_path / "mirror"
+    folder.mkdir()
+    for name in MULTI30K_SHA256:
+        (folder / f"{name}.gz").write_bytes(gzip.compress((SHARED_DATA / "multi30k" / name).read_bytes()))
+    return folder
+
+
+def fetch(to, source):
+    result = subprocess.run([sys.executable, "-m", "t2t_jax.data.fetch", "multi30k", "--to", str(to),
+                             "--from", source], capture_output=True, text=True, timeout=120)
+    return result.returncode, result.stdout + result.stderr
+
+
+@needs_shared_data
+def test_fetch_gives_the_reference_bytes_then_downloads_nothing(tmp_path, mirror):
+    code, output = fetch(tmp_path / "data", mirror.as_uri())  # file:// URL, as from a web mirror
+    assert code == 0, output
+    for name in MULTI30K_SHA256:
+        assert (tmp_path / "data" / "multi30k" / name).read_bytes() == (SHARED_DATA / "multi30k" / name).read_bytes()
+    provenance = (tmp_path / "data" / "multi30k" / "PROVENANCE.md").read_text()
+    assert "a3d2e0d26b56f3846f66a952536ffed4e401d05a" in provenance and "non-commercial" in provenance
+    shutil.rmtree(mirror)  # a second run that read anything would fail now
+    code, output = fetch(tmp_path / "data", mirror.as_uri())
+    assert code == 0 and "9 files verified (0 fetched)" in output, output
+
+
+@needs_shared_data
+def test_damaged_and_missing_files_are_fetched_again(tmp_path, mirror):
+    fetch_multi30k(str(tmp_path), str(mirror), log=lambda *_: None)  # a plain folder as the mirror
+    damaged, missing = tmp_path / "multi30k" / "val.de", tmp_path / "multi30k" / "train.fr"
+    damaged.write_bytes(damaged.read_bytes()[:-100])  # a truncated download
+    missing.unlink()
+    messages = []
+    done = fetch_multi30k(str(tmp_path), str(mirror), log=messages.append)
+    assert sorted(done["fetched"]) == ["train.fr", "val.de"] and len(done["verified"]) == 7
+    assert any("val.de: sha256 mismatch" in m for m in messages)
+    assert damaged.read_bytes() == (SHARED_DATA / "multi30k" / "val.de").read_bytes()
+
+
+@needs_shared_data
+def test_a_mirror_with_other_bytes_is_one_clear_error(tmp_path, mirror):
+    (mirror / "val.en.gz").write_bytes(gzip.compress(b"not the captions\n"))
+    with pytest.raises(DataError, match=r"val.en.gz: sha256 .* expected 1f2a23d9.*mirror serves a different file"):
+        fetch_multi30k(str(tmp_path / "data"), str(mirror), log=lambda *_: None)
+    assert not (tmp_path / "data" / "multi30k" / "val.en").exists()
+    code, output = fetch(tmp_path / "data", str(tmp_path / "nowhere"))
+    assert code == 2 and output.startswith("error: ") and "Traceback" not in output
+
+
+def test_the_main_job_without_data_names_the_fetch_command(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "T2T_DATA_DIR"}
+    result = subprocess.run([sys.executable, "-m", "t2t_jax.train", "--config", "experiments/multi30k.py",
+                             "--workdir", str(tmp_path / "w")], capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 2
+    assert "python -m t2t_jax.data.fetch multi30k --to DIR" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_wmt14_preparation_asks_tfds_for_array_record(tmp_path, monkeypatch):
+    """The preparation itself downloads gigabytes and never runs in tests; its call to tfds is checked."""
+    import tensorflow_datasets as tfds
+
+    from t2t_jax.data.fetch import main
+
+    calls = []
+
+    class Builder:
+        def __init__(self, name, **kwargs):
+            calls.append((name, kwargs))
+
+        def download_and_prepare(self):
+            calls.append("prepared")
+
+    monkeypatch.setattr(tfds, "builder", Builder)
+    main(["wmt14", "--pair", "fr-en", "--to", str(tmp_path)])
+    assert calls == [("wmt14_translate/fr-en", {"data_dir": str(tmp_path), "file_format": "array_record"}), "prepared"]
