@@ -186,3 +186,26 @@ def test_options_added_since_a_save_read_as_defaults():
     current["model"]["activation"] = "swish"
     with pytest.raises(ConfigError, match="model.activation: saved 'relu' vs now 'swish'"):
         check_compatible(saved, current)
+
+
+def test_a_background_save_failure_stops_with_one_error_and_keeps_the_last_checkpoint(tmp_path, monkeypatch):
+    """A full disk during an async save: orbax fails in a background thread; the run must stop at the next
+    save with one CheckpointError naming it, not train on without checkpoints (the one at step 2 stays)."""
+    from orbax.checkpoint._src.serialization import ocdbt_utils
+
+    from t2t_jax.checkpoint.manager import CheckpointError
+
+    merge = ocdbt_utils.merge_ocdbt_per_process_files
+
+    async def disk_full_at_step_4(directory, *args, **kwargs):
+        if "/4." in str(directory):
+            raise OSError(28, "No space left on device")
+        return await merge(directory, *args, **kwargs)
+
+    monkeypatch.setattr(ocdbt_utils, "merge_ocdbt_per_process_files", disk_full_at_step_4)
+    with pytest.raises(CheckpointError, match=r"No space left on device; the last complete checkpoint is step 2"):
+        train(load_config("experiments/smoke.py", ["--config.train.steps=20", "--config.checkpoint.every_steps=2",
+                                                    "--config.checkpoint.every_minutes=0",
+                                                    "--config.data.batch_tokens=256", "--config.train.eval_every=100"]),
+              str(tmp_path), printer=lambda *a, **k: None)
+    assert load_params(tmp_path, "latest")[0] == 2

@@ -9,6 +9,7 @@ target that carries the *current* sharding, so 8-device checkpoints load on 1.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Callable, Optional
 
 import jax
@@ -19,6 +20,11 @@ from t2t_jax.model.config import ConfigError
 from t2t_jax.workdir import workdir_path
 
 LATEST_DIR, BEST_DIR = "checkpoints", "best"
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint could not be written (a full disk, a lost bucket permission): the run stops with one
+    line, and the last complete checkpoint stays (orbax writes into a temporary folder, renamed when done)."""
 
 
 def _manager(directory: epath.Path, keep: int, async_save: bool) -> ocp.CheckpointManager:
@@ -49,8 +55,23 @@ class Checkpointer:
     def save(self, step: int, state, data_state: dict, config_dict: dict) -> None:
         if step in self.latest.all_steps():
             return
-        self.latest.save(step, args=_save_args(state, data_state, config_dict), force=True)
+        with self._failing_loudly(self.latest, f"the checkpoint save at step {step}"):
+            self.latest.save(step, args=_save_args(state, data_state, config_dict), force=True)
         self.last_saved = step
+
+    @contextlib.contextmanager
+    def _failing_loudly(self, manager, what: str):
+        """Async saves fail in a background thread; orbax re-raises at the next save or wait.  Turn that
+        into one CheckpointError naming the failure and the checkpoint that is kept."""
+        try:
+            yield
+        except Exception as error:  # noqa: BLE001 - whatever the storage layer raises means the same here
+            kept = self.latest.latest_step()
+            raise CheckpointError(
+                f"{what} (or the one before it, written in the background) failed: {type(error).__name__}: "
+                f"{str(error).strip().splitlines()[0][:300] if str(error).strip() else ''}; the last complete "
+                f"checkpoint is {'step ' + str(kept) if kept is not None else 'none'} in {manager.directory}. "
+                f"Check the workdir's free space and permissions, then rerun to resume") from None
 
     def is_better(self, metric: float) -> bool:
         """Whether ``metric`` (higher is better) beats the best slot's."""
@@ -58,10 +79,12 @@ class Checkpointer:
 
     def save_best(self, step: int, state, data_state, config_dict, metric: float) -> None:
         """Keep ``state`` in the best slot (never touches the latest K); the caller checked ``is_better``."""
-        self.best.wait_until_finished()
-        for old in self.best.all_steps():
-            self.best.delete(old)
-        self.best.save(step, args=_save_args(state, data_state, {**config_dict, "_best_metric": metric}), force=True)
+        with self._failing_loudly(self.best, f"the best-slot save at step {step}"):
+            self.best.wait_until_finished()
+            for old in self.best.all_steps():
+                self.best.delete(old)
+            self.best.save(step, args=_save_args(state, data_state, {**config_dict, "_best_metric": metric}),
+                           force=True)
         self.best_metric = metric
 
     def _saved_best_metric(self):
@@ -82,8 +105,10 @@ class Checkpointer:
         return None
 
     def wait(self) -> None:
-        self.latest.wait_until_finished()
-        self.best.wait_until_finished()
+        with self._failing_loudly(self.latest, "finishing the checkpoint saves"):
+            self.latest.wait_until_finished()
+        with self._failing_loudly(self.best, "finishing the best-slot save"):
+            self.best.wait_until_finished()
 
     def close(self) -> None:
         self.latest.close()

@@ -23,6 +23,7 @@ def main(argv=None):
     quiet_libraries()
     import jax  # noqa: F401 - after argument errors are reported
 
+    from t2t_jax.checkpoint.manager import CheckpointError
     from t2t_jax.train.finish import final_splits, finish
     from t2t_jax.train.loop import train
 
@@ -31,7 +32,7 @@ def main(argv=None):
         summary = train(config, args.workdir)
         if summary["stopped"] in ("steps", "budget") and (config.final.average_last > 1 or final_splits(config)):
             finish(config, args.workdir)  # every process takes part (train/finish.py)
-    except (ConfigError, DataError) as error:
+    except (ConfigError, DataError, CheckpointError) as error:
         _leave(str(error))
     except jax.errors.JaxRuntimeError as error:
         if jax.process_count() == 1:
