@@ -134,18 +134,34 @@ def test_averaging_equals_numpy_mean(tmp_path):
     assert tokens.shape[:2] == (2, 2) and np.all(np.isfinite(np.asarray(scores)[:, 0]))
 
 
-def test_truncated_latest_falls_back_to_previous(tmp_path):
-    config, _ = small_run(tmp_path, steps=4)
-    latest = tmp_path / "checkpoints" / "4" / "state"
-    for file in latest.rglob("*"):
+def truncate_checkpoint(workdir, step):
+    for file in (workdir / "checkpoints" / str(step) / "state").rglob("*"):
         if file.is_file() and file.stat().st_size > 0 and "manifest" not in file.name:
             file.write_bytes(file.read_bytes()[: file.stat().st_size // 2])
+
+
+def test_truncated_latest_falls_back_to_previous_and_is_replaced(tmp_path):
+    config, _ = small_run(tmp_path, steps=4)
+    truncate_checkpoint(tmp_path, 4)
     messages = []
     train(load_config("experiments/smoke.py", ["--config.train.steps=5", "--config.data.batch_tokens=256",
-                                                "--config.train.eval_every=5"]), str(tmp_path),
-          printer=lambda *a, **k: messages.append(a[0]))
+                                                "--config.train.eval_every=5", "--config.checkpoint.every_steps=2"]),
+          str(tmp_path), printer=lambda *a, **k: messages.append(a[0]))
     text = "\n".join(messages)
     assert "checkpoint at step 4 is unreadable" in text and "resumed from the checkpoint at step 2" in text
+    assert load_params(tmp_path, "4")[0] == 4  # the run's save at step 4 replaced the damaged one
+
+
+def test_all_checkpoints_unreadable_is_an_error_not_a_restart(tmp_path):
+    from t2t_jax.checkpoint.manager import CheckpointError
+
+    small_run(tmp_path, steps=4)
+    for step in (2, 4):
+        truncate_checkpoint(tmp_path, step)
+    before = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
+    with pytest.raises(CheckpointError, match=r"every checkpoint in .* is unreadable \(steps \[2, 4\].* move"):
+        small_run(tmp_path, steps=6)
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == before
 
 
 def test_keep_k_never_evicts_best_or_latest(tmp_path):

@@ -73,3 +73,28 @@ def test_indivisible_batch_fails_before_any_data_is_read(tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert "cannot share equally" in result.stderr and "/nonexistent" not in result.stderr
+
+
+@pytest.mark.parametrize("override, message", [
+    ("--config.train.nonfinite=skp", "train.nonfinite = 'skp': choose one of stop, skip"),
+    ("--config.parallel.launcher=pmpa", "parallel.launcher = 'pmpa': choose one of mesh, pmap"),
+    ("--config.data.spm_model_type=bep", "data.spm_model_type = 'bep': choose one of bpe, unigram"),
+    ("--config.checkpoint.keep=0", "checkpoint.keep = 0: must be at least 1"),
+    ("--config.train.log_every=0", "train.log_every = 0: must be at least 1"),
+    ("--config.train.accum_steps=0", "train.accum_steps = 0: must be at least 1"),
+    ("--config.final.beam=-1", r"final.beam = -1: must be >= 0"),
+    ("--config.train.label_smoothing=1.0", r"train.label_smoothing = 1.0: must be in \[0, 1\)"),
+    ("--config.parallel.sync_every=0", "parallel.sync_every = 0: must be at least 1"),
+])
+def test_run_config_values_are_checked_at_load_time(override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config("experiments/smoke.py", [override])
+
+
+def test_accum_steps_must_divide_rows_per_device():
+    from t2t_jax.data.geometry import batch_rows
+
+    data = load_config("experiments/smoke.py").data  # 64 rows of 16
+    assert batch_rows(data, 8, accum_steps=4) == 64
+    with pytest.raises(ConfigError, match="train.accum_steps = 3 does not divide the 8 rows per device"):
+        batch_rows(data, 8, accum_steps=3)

@@ -50,9 +50,13 @@ class Checkpointer:
         self.best = _manager(self.workdir / BEST_DIR, 1, async_save)
         self.best_metric: Optional[float] = self._saved_best_metric()
         self.last_saved: Optional[int] = self.latest.latest_step()  # for messages ("the last checkpoint")
+        self.damaged: set[int] = set()  # steps found unreadable by restore_latest
         self.log = log
 
     def save(self, step: int, state, data_state: dict, config_dict: dict) -> None:
+        if step in self.damaged:  # found unreadable at resume: this save replaces it
+            self.latest.delete(step)
+            self.damaged.discard(step)
         if step in self.latest.all_steps():
             return
         with self._failing_loudly(self.latest, f"the checkpoint save at step {step}"):
@@ -95,13 +99,22 @@ class Checkpointer:
         return restored["config"].get("_best_metric")
 
     def restore_latest(self, abstract_state):
-        """(step, state, data_state, config_dict) of the newest readable checkpoint, or None."""
-        for step in sorted(self.latest.all_steps(), reverse=True):
+        """(step, state, data_state, config_dict) of the newest readable checkpoint; None for a workdir without
+        checkpoints.  Unreadable newer ones are remembered, so the run's save at their step replaces them;
+        a workdir whose checkpoints are *all* unreadable is a CheckpointError, never a silent restart."""
+        steps = sorted(self.latest.all_steps(), reverse=True)
+        for step in steps:
             try:
                 return (step,) + restore(self.latest, step, abstract_state)
             except Exception as error:  # noqa: BLE001 - any unreadable checkpoint falls back the same way
-                self.log(f"warning: checkpoint at step {step} is unreadable ({type(error).__name__}: "
-                         f"{str(error).splitlines()[0][:200]}); falling back to the previous one")
+                self.damaged.add(step)
+                first = f"{type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
+                self.log(f"warning: checkpoint at step {step} is unreadable ({first}); falling back to the "
+                         f"previous one")
+        if steps:
+            raise CheckpointError(f"every checkpoint in {self.latest.directory} is unreadable (steps "
+                                  f"{sorted(steps)}; the newest: {first}); nothing was changed. To start over, "
+                                  f"move {self.latest.directory} away or use a new workdir")
         return None
 
     def wait(self) -> None:

@@ -12,6 +12,7 @@ from typing import Iterable
 
 import ml_collections
 
+from t2t_jax.config.validation import validate_run_config
 from t2t_jax.model.config import ConfigError, ModelConfig
 
 
@@ -30,6 +31,7 @@ def load_config(spec: str, overrides: Iterable[str] = ()) -> ml_collections.Conf
     for override in overrides:
         apply_override(config, override)
     model_config(config)  # validate now, not after minutes of data loading
+    validate_run_config(config)
     return config
 
 

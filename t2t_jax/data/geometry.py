@@ -5,11 +5,16 @@ from __future__ import annotations
 from t2t_jax.model.config import ConfigError
 
 
-def batch_rows(data_config, devices: int, processes: int = 1) -> int:
-    """Rows per process of a global batch; a ConfigError with the nearest valid ``batch_tokens`` otherwise."""
+def batch_rows(data_config, devices: int, processes: int = 1, accum_steps: int = 1) -> int:
+    """Rows per process of a global batch; a ConfigError with the nearest valid ``batch_tokens`` otherwise
+    (each device's rows must also split into ``accum_steps`` equal micro-batches)."""
     tokens, length = int(data_config.batch_tokens), int(data_config.max_length)
     rows = tokens // length
     if rows >= devices and rows % devices == 0 and tokens == rows * length:
+        if (rows // devices) % accum_steps:
+            raise ConfigError(f"train.accum_steps = {accum_steps} does not divide the {rows // devices} rows per "
+                              f"device (data.batch_tokens = {tokens} / data.max_length = {length} / {devices} "
+                              f"devices); choose a divisor of {rows // devices}")
         return rows // processes
     below = (rows // devices) * devices
     options = [r * length for r in (below, below + devices) if r >= devices]

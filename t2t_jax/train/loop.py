@@ -88,7 +88,7 @@ def train(config, workdir: str, printer=print) -> dict:
     tx, schedule = make_optimizer(config.optimizer, cfg)
     launcher = make_launcher(config.parallel.launcher, Transformer(cfg), tx, config.train.label_smoothing,
                              config.train.accum_steps, skip_nonfinite=config.train.nonfinite == "skip")
-    batch_rows(config.data, launcher.device_count, jax.process_count())  # before any data is read
+    batch_rows(config.data, launcher.device_count, jax.process_count(), config.train.accum_steps)  # before data
     data = make_data(config, workdir, log=say)
     ck = config.checkpoint
     checkpointer = Checkpointer(workdir, keep=ck.keep, async_save=ck.async_save, log=say)
