@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import shutil
 
 from t2t_jax.cli.common import fail, quiet_libraries
 from t2t_jax.model.config import ConfigError
@@ -15,14 +16,18 @@ def main(argv=None):
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--checkpoint", default="latest", help="latest, best, averaged or a step number")
     parser.add_argument("--format", required=True, choices=FORMATS)
-    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--out", required=True, help="output directory: new, empty, or a previous export of the "
+                        "same format (never the workdir)")
+    parser.add_argument("--overwrite", action="store_true", help="write into a non-empty directory (replaces only "
+                        "files of the export's own names)")
     args = parser.parse_args(argv)
     quiet_libraries()
     import json
 
     from t2t_jax.checkpoint.params import load_params
-    from t2t_jax.export.marian import ExportError, export_marian
     from t2t_jax.export.flat import save_flat
+    from t2t_jax.export.marian import ExportError, export_marian
+    from t2t_jax.export.output import check_output_dir, finish_output, staging_dir
     from t2t_jax.export.torch_export import export_torch
     from t2t_jax.model.config import ModelConfig
 
@@ -34,16 +39,24 @@ def main(argv=None):
             from t2t_jax.export.marian import check_exportable
 
             check_exportable(cfg)  # refuse before reading any checkpoint
+        out = check_output_dir(args.out, kind=args.format, workdir=workdir, overwrite=args.overwrite)
         step, params = load_params(workdir, args.checkpoint)
         spm = workdir / "spm.model"
         spm = spm if spm.exists() else None
-        if args.format in ("safetensors", "npz"):
-            path = save_flat(params, cfg.to_dict(), args.out, args.format, spm)
-        elif args.format == "hf-marian":
-            path = export_marian(params, cfg, args.out, spm)
-        else:
-            path = export_torch(params, cfg, args.out, spm)
-    except (ConfigError, ExportError, FileNotFoundError) as error:
+        staged = staging_dir(out)
+        try:
+            if args.format in ("safetensors", "npz"):
+                path = save_flat(params, cfg.to_dict(), staged, args.format, spm)
+            elif args.format == "hf-marian":
+                path = export_marian(params, cfg, staged, spm)
+            else:
+                path = export_torch(params, cfg, staged, spm)
+        except BaseException:
+            shutil.rmtree(staged, ignore_errors=True)  # ours alone: a fresh temporary directory
+            raise
+        finish_output(staged, out, args.format)
+        path = out / path.relative_to(staged)
+    except (ConfigError, ExportError, FileNotFoundError, OSError) as error:
         fail(str(error))
     print(f"exported step {step} ({args.checkpoint}) as {args.format} -> {path}")
 

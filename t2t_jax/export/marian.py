@@ -122,23 +122,20 @@ def marian_config(cfg: ModelConfig) -> dict:
 
 
 def export_marian(params, cfg: ModelConfig, out_dir, spm_path=None) -> pathlib.Path:
-    """Write a directory MarianMTModel / MarianTokenizer load offline. Nothing is left on refusal."""
+    """Write a directory MarianMTModel / MarianTokenizer load offline. Nothing is written on refusal (the
+    command stages the directory and moves it into place: export/output.py)."""
     check_exportable(cfg)
     from safetensors.numpy import save_file
 
     out_dir = pathlib.Path(out_dir)
-    tmp = out_dir.with_name(out_dir.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
     state = to_marian_state(params, cfg)
     for tied in ("model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"):
         state.pop(tied)  # tied to model.shared.weight
-    save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-    (tmp / "config.json").write_text(json.dumps(marian_config(cfg), indent=2))
+    save_file(state, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+    (out_dir / "config.json").write_text(json.dumps(marian_config(cfg), indent=2))
     if spm_path is not None:
-        _write_tokenizer(tmp, spm_path)
-    shutil.rmtree(out_dir, ignore_errors=True)
-    tmp.rename(out_dir)
+        _write_tokenizer(out_dir, spm_path)
     return out_dir
 
 

@@ -1,0 +1,56 @@
+"""The export command never writes over what it did not create (the workdir, a user's files)."""
+import subprocess
+import sys
+
+import pytest
+
+from t2t_jax.config import load_config
+from t2t_jax.train.loop import train
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    work = tmp_path_factory.mktemp("export_safety") / "work"
+    train(load_config("experiments/smoke.py", ["--config.train.steps=2", "--config.data.batch_tokens=256",
+                                                "--config.train.eval_every=2"]), str(work), printer=lambda *a, **k: None)
+    return work
+
+
+def snapshot(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def export(workdir, out, *extra, fmt="safetensors"):
+    result = subprocess.run([sys.executable, "-m", "t2t_jax.export", "--workdir", str(workdir), "--format", fmt,
+                             "--out", str(out), *extra], capture_output=True, text=True, timeout=300)
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_export_refuses_the_workdir_and_changes_nothing(workdir):
+    before = snapshot(workdir)
+    for out in (workdir, workdir.parent):
+        code, output = export(workdir, out)
+        assert code == 2 and "is the workdir" in output and "Traceback" not in output, output
+    assert snapshot(workdir) == before
+
+
+def test_export_refuses_a_foreign_directory_unless_overwrite_and_keeps_user_files(workdir, tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("my notes")
+    code, output = export(workdir, out)
+    assert code == 2 and "not empty and is not a previous safetensors export" in output, output
+    assert snapshot(out) == {"notes.txt": b"my notes"}
+    code, output = export(workdir, out, "--overwrite")
+    assert code == 0, output
+    assert (out / "notes.txt").read_text() == "my notes" and (out / "params.safetensors").exists()
+
+
+def test_export_goes_again_over_its_own_previous_export_only(workdir, tmp_path):
+    out = tmp_path / "export"
+    assert export(workdir, out)[0] == 0
+    code, output = export(workdir, out)
+    assert code == 0, output  # a previous export of the same format
+    code, output = export(workdir, out, fmt="npz")
+    assert code == 2 and "not a previous npz export" in output
+    assert not list(tmp_path.glob(".export.partial-*"))  # no staging directory left behind
