@@ -98,3 +98,15 @@ def test_accum_steps_must_divide_rows_per_device():
     assert batch_rows(data, 8, accum_steps=4) == 64
     with pytest.raises(ConfigError, match="train.accum_steps = 3 does not divide the 8 rows per device"):
         batch_rows(data, 8, accum_steps=3)
+
+
+def test_a_config_file_that_fails_names_its_file_and_line(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("from t2t_jax.config import default_config\n\ndef get_config():\n    c = default_config(\n")
+    with pytest.raises(ConfigError, match=r"broken.py:4: '\(' was never closed"):
+        load_config(str(broken))
+    with pytest.raises(ConfigError, match=r"experiments/table3.py:\d+: ValueError: unknown Table 3 row 'Z'"):
+        load_config("experiments/table3.py:Z")
+    result = subprocess.run([sys.executable, "-m", "t2t_jax.train", "--config", str(broken), "--workdir",
+                             str(tmp_path / "w")], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stderr.startswith("error: ") and "Traceback" not in result.stderr

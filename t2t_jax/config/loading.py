@@ -24,15 +24,34 @@ def load_config(spec: str, overrides: Iterable[str] = ()) -> ml_collections.Conf
         raise ConfigError(f"config file not found: {path}")
     module_spec = importlib.util.spec_from_file_location(f"_t2t_config_{file.stem}", file)
     module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
+    try:
+        module_spec.loader.exec_module(module)
+    except SyntaxError as error:
+        raise ConfigError(f"{error.filename or path}:{error.lineno}: {error.msg} (config file)") from None
+    except Exception as error:  # noqa: BLE001 - a config file is user code: report where it failed
+        raise ConfigError(f"{path}{_where(error, file)}: {type(error).__name__}: {error} (while loading it)") from None
     if not hasattr(module, "get_config"):
         raise ConfigError(f"{path} does not define get_config()")
-    config = module.get_config(arg) if arg else module.get_config()
+    try:
+        config = module.get_config(arg) if arg else module.get_config()
+    except ConfigError:
+        raise
+    except Exception as error:  # noqa: BLE001 - e.g. an unknown Table 3 row
+        raise ConfigError(f"{path}{_where(error, file)}: {type(error).__name__}: {error}") from None
     for override in overrides:
         apply_override(config, override)
     model_config(config)  # validate now, not after minutes of data loading
     validate_run_config(config)
     return config
+
+
+def _where(error: BaseException, file: pathlib.Path) -> str:
+    """``:LINE`` of the innermost frame of ``error`` inside ``file`` (empty when none is)."""
+    import traceback
+
+    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
+             if pathlib.Path(frame.filename).resolve() == file.resolve()]
+    return f":{lines[-1]}" if lines else ""
 
 
 def apply_override(config: ml_collections.ConfigDict, override: str) -> None:
