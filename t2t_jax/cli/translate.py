@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from t2t_jax.cli.common import fail, quiet_libraries, use_compilation_cache
@@ -29,8 +30,13 @@ def main(argv=None):
     use_compilation_cache(args.workdir)
     from t2t_jax.decode.translate import load_for_inference, translate_texts
 
+    if args.beam < 0 or args.nbest < 1 or args.tokens_per_batch < 1:
+        fail(f"--beam {args.beam} / --nbest {args.nbest} / --tokens-per-batch {args.tokens_per_batch}: need beam >= 0 "
+             f"(0 = greedy), nbest >= 1, tokens per batch >= 1")
+    if args.output:
+        check_writable(args.output)  # before decoding, not after: the translations would be lost
     try:
-        texts = read_lines(args.input) if args.input else sys.stdin.read().splitlines()
+        texts = read_lines(args.input) if args.input else _stdin_lines()
         cfg, params, tokenizer, _, step = load_for_inference(args.workdir, args.checkpoint)
         show = (lambda done, total: print(f"\rtranslated {done}/{total}", end="", file=sys.stderr, flush=True)) \
             if args.input else None
@@ -49,6 +55,25 @@ def main(argv=None):
               f"{args.output}", file=sys.stderr)
     else:
         sys.stdout.write(output)
+
+
+def _stdin_lines() -> list[str]:
+    """Standard input as lines; invalid UTF-8 is the same one error as through --input."""
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        line = data[:error.start].count(b"\n") + 1
+        raise DataError(f"<stdin>:{line}: invalid UTF-8 ({error.reason} at byte {error.start})") from None
+
+
+def check_writable(path) -> None:
+    """An output file's folder must exist and be writable (checked before the work that fills it)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        fail(f"--output {path}: the folder {folder} does not exist")
+    if os.path.isdir(path) or not os.access(folder, os.W_OK):
+        fail(f"--output {path}: cannot write there")
 
 
 if __name__ == "__main__":

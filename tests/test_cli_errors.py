@@ -1,4 +1,5 @@
-"""The export command never writes over what it did not create (the workdir, a user's files)."""
+"""Careless use of the commands: one `error:` line, exit 2, nothing lost — export never writes over what it
+did not create, translate checks its output before decoding and reads bad bytes cleanly."""
 import subprocess
 import sys
 
@@ -54,3 +55,22 @@ def test_export_goes_again_over_its_own_previous_export_only(workdir, tmp_path):
     code, output = export(workdir, out, fmt="npz")
     assert code == 2 and "not a previous npz export" in output
     assert not list(tmp_path.glob(".export.partial-*"))  # no staging directory left behind
+
+
+def translate(workdir, *args, stdin=b""):
+    result = subprocess.run([sys.executable, "-m", "t2t_jax.translate", "--workdir", str(workdir), *args],
+                            input=stdin, capture_output=True, timeout=300)
+    return result.returncode, result.stderr.decode()
+
+
+def test_translate_checks_its_output_folder_before_decoding(workdir, tmp_path):
+    code, err = translate(workdir, "--output", str(tmp_path / "missing" / "out.txt"), stdin=b"4 5 6\n")
+    assert code == 2 and "the folder" in err and "does not exist" in err and "Traceback" not in err, err
+    assert "translated" not in err  # refused before any decoding
+
+
+def test_translate_invalid_utf8_on_stdin_is_one_error(workdir):
+    code, err = translate(workdir, stdin=b"ok line\n\xff\xfe bad\n")
+    assert code == 2 and "<stdin>:2: invalid UTF-8" in err and "Traceback" not in err, err
+    code, err = translate(workdir, "--beam", "-1", stdin=b"x\n")
+    assert code == 2 and "need beam >= 0" in err
