@@ -25,6 +25,16 @@ def workdir_path(path) -> epath.Path:
     return epath.Path(text if is_url(text) else os.path.abspath(text))
 
 
+def check_workdir(path: epath.Path) -> None:
+    """A workdir must be a folder this process can write (checked before any work)."""
+    from t2t_jax.model.config import ConfigError
+
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--workdir {path} is a file, not a directory")
+    if not is_url(path) and path.exists() and not os.access(os.fspath(path), os.W_OK):
+        raise ConfigError(f"--workdir {path} is not writable")
+
+
 def append_text(path: epath.Path, text: str) -> None:
     """Append to a file (object stores have no append: read, extend, write the whole file)."""
     existing = path.read_text() if path.exists() else ""

@@ -74,3 +74,30 @@ def test_translate_invalid_utf8_on_stdin_is_one_error(workdir):
     assert code == 2 and "<stdin>:2: invalid UTF-8" in err and "Traceback" not in err, err
     code, err = translate(workdir, "--beam", "-1", stdin=b"x\n")
     assert code == 2 and "need beam >= 0" in err
+
+
+def train_command(tmp_path, workdir, *extra):
+    result = subprocess.run([sys.executable, "-m", "t2t_jax.train", "--config", "experiments/smoke.py",
+                             "--workdir", str(workdir), "--config.data.batch_tokens=256", *extra],
+                            capture_output=True, text=True, timeout=300)
+    return result.returncode, result.stderr
+
+
+def test_train_refuses_a_workdir_that_is_a_file(tmp_path):
+    file = tmp_path / "notes.txt"
+    file.write_text("mine")
+    code, err = train_command(tmp_path, file)
+    assert code == 2 and "is a file, not a directory" in err and "Traceback" not in err, err
+    assert file.read_text() == "mine"
+
+
+def test_train_with_every_example_filtered_and_a_nan_stop_are_one_line_each(tmp_path):
+    (tmp_path / "t.en").write_text("a b c d e f g h i j k l m n o p q r s t\n" * 50)
+    (tmp_path / "t.de").write_text("a b c d e f g h i j k l m n o p q r s t\n" * 50)
+    code, err = train_command(tmp_path, tmp_path / "w", "--config.data.dataset=parallel_text",
+                              f"--config.data.train_prefix={tmp_path / 't'}", "--config.data.max_length=4",
+                              "--config.model.vocab_size=24", "--config.data.batch_tokens=32")
+    assert code == 2 and "are longer than data.max_length = 4" in err and "Traceback" not in err, err
+    code, err = train_command(tmp_path, tmp_path / "nan", "--config.train.steps=6",
+                              "--config.optimizer.constant=1e30")
+    assert code == 2 and "non-finite training loss" in err and "Traceback" not in err, err

@@ -25,14 +25,14 @@ def main(argv=None):
 
     from t2t_jax.checkpoint.manager import CheckpointError
     from t2t_jax.train.finish import final_splits, finish
-    from t2t_jax.train.loop import train
+    from t2t_jax.train.loop import NonFiniteLoss, train
 
     try:
         final_splits(config)  # a typo here fails now, not after the training
         summary = train(config, args.workdir)
         if summary["stopped"] in ("steps", "budget") and (config.final.average_last > 1 or final_splits(config)):
             finish(config, args.workdir)  # every process takes part (train/finish.py)
-    except (ConfigError, DataError, CheckpointError) as error:
+    except (ConfigError, DataError, CheckpointError, NonFiniteLoss) as error:
         _leave(str(error))
     except jax.errors.JaxRuntimeError as error:
         if jax.process_count() == 1:

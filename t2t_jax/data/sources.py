@@ -119,6 +119,9 @@ def _text_data(config, workdir, log) -> Data:
                           f"{config.model.vocab_size}; use a fresh workdir or the matching vocab size")
     src_ids, tgt_ids = tokenizer.encode_batch(train_src), tokenizer.encode_batch(train_tgt)
     keep = [i for i in range(len(src_ids)) if len(src_ids[i]) <= data.max_length and len(tgt_ids[i]) <= data.max_length]
+    if not keep:
+        raise DataError(f"train: all {len(src_ids)} pairs are longer than data.max_length = {data.max_length} "
+                        f"tokens on a side; raise data.max_length")
     if len(keep) < len(src_ids):
         log(f"train: filtered {len(src_ids) - len(keep)} of {len(src_ids)} pairs longer than "
             f"data.max_length = {data.max_length}")

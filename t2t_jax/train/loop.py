@@ -25,7 +25,7 @@ from t2t_jax.train.preemption import preemption_flag
 from t2t_jax.train.progress import Progress, format_duration
 from t2t_jax.train.state import create_state, make_optimizer, param_count
 from t2t_jax.train.watchdog import Watchdog
-from t2t_jax.workdir import append_text, workdir_path
+from t2t_jax.workdir import append_text, check_workdir, workdir_path
 
 
 class NonFiniteLoss(RuntimeError):
@@ -83,6 +83,7 @@ def train(config, workdir: str, printer=print) -> dict:
     lead = jax.process_index() == 0
     say = printer if lead else (lambda *a, **k: None)
     workdir = workdir_path(workdir)
+    check_workdir(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     cfg = model_config(config)
     tx, schedule = make_optimizer(config.optimizer, cfg)
