@@ -101,3 +101,15 @@ def test_train_with_every_example_filtered_and_a_nan_stop_are_one_line_each(tmp_
     code, err = train_command(tmp_path, tmp_path / "nan", "--config.train.steps=6",
                               "--config.optimizer.constant=1e30")
     assert code == 2 and "non-finite training loss" in err and "Traceback" not in err, err
+
+
+def test_a_missing_test_split_fails_before_training(tmp_path):
+    for name in ("t", "v"):
+        (tmp_path / f"{name}.en").write_text("a b\n" * 20)
+        (tmp_path / f"{name}.de").write_text("b a\n" * 20)
+    code, err = train_command(tmp_path, tmp_path / "w", "--config.data.dataset=parallel_text",
+                              f"--config.data.train_prefix={tmp_path / 't'}",
+                              f"--config.data.validation_prefix={tmp_path / 'v'}",
+                              f"--config.data.test_prefix={tmp_path / 'absent'}", "--config.final.splits=test")
+    assert code == 2 and "absent.en: missing file for split 'test'" in err, err
+    assert not (tmp_path / "w" / "checkpoints").exists()  # nothing was trained

@@ -24,11 +24,12 @@ def main(argv=None):
     import jax  # noqa: F401 - after argument errors are reported
 
     from t2t_jax.checkpoint.manager import CheckpointError
+    from t2t_jax.data.sources import check_splits
     from t2t_jax.train.finish import final_splits, finish
     from t2t_jax.train.loop import NonFiniteLoss, train
 
     try:
-        final_splits(config)  # a typo here fails now, not after the training
+        check_splits(config, ["train", "validation", *final_splits(config)])  # now, not after the training
         summary = train(config, args.workdir)
         if summary["stopped"] in ("steps", "budget") and (config.final.average_last > 1 or final_splits(config)):
             finish(config, args.workdir)  # every process takes part (train/finish.py)

@@ -57,12 +57,26 @@ def data_dir(config) -> pathlib.Path:
 def split_text(config, split: str, log=print):
     """(source lines, target lines) of ``split`` in the configured direction."""
     data = config.data
-    src, tgt = data.source_lang, data.target_lang
-    training = split == "train"
     if data.dataset in TFDS_NAMES:
         from t2t_jax.data.tfds_source import tfds_split
 
-        return tfds_split(data.dataset, split, src, tgt, data.tfds_data_dir or None)
+        return tfds_split(data.dataset, split, data.source_lang, data.target_lang, data.tfds_data_dir or None)
+    source_file, target_file = split_files(config, split)
+    return read_parallel(source_file, target_file, training=split == "train", log=log)
+
+
+def check_splits(config, splits) -> None:
+    """Every local split a run will read exists (checked before training, not after it)."""
+    if config.data.dataset in TFDS_NAMES or config.data.dataset.startswith(TOY_PREFIX):
+        return
+    for split in splits:
+        split_files(config, split)
+
+
+def split_files(config, split: str):
+    """(source file, target file) of a local split; a clear error when one is missing."""
+    data = config.data
+    src, tgt = data.source_lang, data.target_lang
     if data.dataset == "multi30k":
         prefix = data_dir(config) / "multi30k" / MULTI30K_FILES[split]
     elif data.dataset == "parallel_text":
@@ -78,7 +92,7 @@ def split_text(config, split: str, log=print):
         if not file.exists():
             hint = f"; run `{FETCH_COMMAND} --to {data_dir(config)}`" if data.dataset == "multi30k" else ""
             raise DataError(f"{file}: missing file for split {split!r} of {data.dataset}{hint}")
-    return read_parallel(source_file, target_file, training=training, log=log)
+    return source_file, target_file
 
 
 def make_data(config, workdir=None, log: Callable = print) -> Data:
