@@ -96,6 +96,7 @@ def test_train_with_every_example_filtered_and_a_nan_stop_are_one_line_each(tmp_
     (tmp_path / "t.de").write_text("a b c d e f g h i j k l m n o p q r s t\n" * 50)
     code, err = train_command(tmp_path, tmp_path / "w", "--config.data.dataset=parallel_text",
                               f"--config.data.train_prefix={tmp_path / 't'}", "--config.data.max_length=4",
+                              f"--config.data.validation_prefix={tmp_path / 't'}",
                               "--config.model.vocab_size=24", "--config.data.batch_tokens=32")
     assert code == 2 and "are longer than data.max_length = 4" in err and "Traceback" not in err, err
     code, err = train_command(tmp_path, tmp_path / "nan", "--config.train.steps=6",

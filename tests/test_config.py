@@ -67,12 +67,16 @@ def test_indivisible_batch_names_the_numbers_and_the_nearest_valid_sizes():
 
 
 def test_indivisible_batch_fails_before_any_data_is_read(tmp_path):
+    for lang in ("en", "de"):
+        (tmp_path / f"c.{lang}").write_text("a b c\n" * 10)
     result = subprocess.run([sys.executable, "-m", "t2t_jax.train", "--config", "experiments/smoke.py",
-                             "--workdir", str(tmp_path), "--config.data.batch_tokens=1000",
-                             "--config.data.dataset=parallel_text", "--config.data.train_prefix=/nonexistent/x"],
+                             "--workdir", str(tmp_path / "w"), "--config.data.batch_tokens=1000",
+                             "--config.data.dataset=parallel_text", f"--config.data.train_prefix={tmp_path / 'c'}",
+                             f"--config.data.validation_prefix={tmp_path / 'c'}"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
-    assert "cannot share equally" in result.stderr and "/nonexistent" not in result.stderr
+    assert "cannot share equally" in result.stderr
+    assert not (tmp_path / "w" / "spm.model").exists()  # the corpus was never read
 
 
 @pytest.mark.parametrize("override, message", [
