@@ -55,18 +55,7 @@ def default_config() -> ml_collections.ConfigDict:
     c.checkpoint.keep = 20  # >= 20 so big-model averaging (last 20) works
     c.checkpoint.async_save = True
 
-    c.parallel = ml_collections.ConfigDict()
-    c.parallel.launcher = "mesh"  # mesh: jit(shard_map) over Mesh(devices, ("data",)); or pmap
-    c.parallel.coordinator_address = ""  # host:port of process 0; empty = single process
-    c.parallel.num_processes = 1
-    c.parallel.process_id = 0
-    c.parallel.auto_detect = False  # TPU pods / SLURM: let jax.distributed find everything
-    # Multi-process control (train/control.py, train/watchdog.py): the processes agree every sync_every steps on
-    # timed saves, the time budget and signals (a signal is acted on within sync_every steps); a wait on the other
-    # processes longer than watchdog_seconds ends the process with an error naming it (0 = no watchdog).
-    c.parallel.sync_every = 10
-    c.parallel.watchdog_seconds = 900.0
-    c.parallel.heartbeat_seconds = 100  # jax.distributed: a process silent this long is declared dead
+    c.parallel = parallel_config()
 
     c.data = ml_collections.ConfigDict()
     c.data.dataset = "wmt14_translate/de-en"
@@ -86,3 +75,20 @@ def default_config() -> ml_collections.ConfigDict:
     c.data.toy_min_length = 4
     c.data.toy_max_length = 16
     return c
+
+
+def parallel_config() -> ml_collections.ConfigDict:
+    """Launcher, process group and the multi-process control knobs (train/control.py, train/watchdog.py)."""
+    p = ml_collections.ConfigDict()
+    p.launcher = "mesh"  # mesh: jit(shard_map) over Mesh(devices, ("data",)); or pmap
+    p.coordinator_address = ""  # host:port of process 0; empty = single process
+    p.num_processes = 1
+    p.process_id = 0
+    p.auto_detect = False  # TPU pods / SLURM: let jax.distributed find everything
+    # Multi-process control (train/control.py, train/watchdog.py): the processes agree every sync_every steps on
+    # timed saves, the time budget and signals (a signal is acted on within sync_every steps); a wait on the other
+    # processes longer than watchdog_seconds ends the process with an error naming it (0 = no watchdog).
+    p.sync_every = 10
+    p.watchdog_seconds = 900.0
+    p.heartbeat_seconds = 100  # jax.distributed: a process silent this long is declared dead
+    return p
