@@ -37,7 +37,7 @@ def main():
     os.makedirs(records, exist_ok=True)
     prefix = os.path.join(records, f"p{process_id}")
 
-    next_batch, save = pipeline.PackedTrainBatches.__next__, manager.Checkpointer.save
+    next_batch, save = pipeline.PrefetchedBatches.__next__, manager.Checkpointer.save
 
     def recording_next(self):
         batch = next_batch(self)
@@ -48,7 +48,7 @@ def main():
         record(prefix + ".saves.jsonl", step)
         return save(self, step, *args, **kwargs)
 
-    pipeline.PackedTrainBatches.__next__ = recording_next
+    pipeline.PrefetchedBatches.__next__ = recording_next
     manager.Checkpointer.save = recording_save
     group = [] if processes == "1" else [f"--config.parallel.coordinator_address=127.0.0.1:{port}",
                                           f"--config.parallel.num_processes={processes}",

@@ -7,8 +7,8 @@ import pytest
 
 from t2t_jax.config import load_config
 from t2t_jax.data.packing import RowPacker
-from t2t_jax.data.pipeline import PackedTrainBatches, eval_batches
-from t2t_jax.data.sources import make_data
+from t2t_jax.data.pipeline import InMemoryExamples, PackedTrainBatches, eval_batches
+from t2t_jax.data.inputs import make_data
 from t2t_jax.data.text import DataError, read_parallel
 from t2t_jax.data.tokenizer import EOS_ID, train_tokenizer
 from t2t_jax.model import Transformer
@@ -47,19 +47,19 @@ def test_process_shards_cover_the_data_once():
     sources, targets = random_examples(101)
     seen = []
     for process in range(3):
-        it = PackedTrainBatches(sources, targets, rows=2, length=16, seed=3, process_index=process, process_count=3)
+        it = PackedTrainBatches(InMemoryExamples(sources, targets), rows=2, length=16, seed=3, process_index=process, process_count=3)
         seen.extend(int(i) for i in it.order(0))
     assert sorted(seen) == list(range(101))
 
 
 def test_restored_iterator_yields_identical_batches():
     sources, targets = random_examples(50)
-    first = PackedTrainBatches(sources, targets, rows=3, length=16, seed=1)
+    first = PackedTrainBatches(InMemoryExamples(sources, targets), rows=3, length=16, seed=1)
     for _ in range(12):  # crosses an epoch boundary
         next(first)
     state = first.get_state()
     expected = [next(first) for _ in range(4)]
-    second = PackedTrainBatches(sources, targets, rows=3, length=16, seed=1)
+    second = PackedTrainBatches(InMemoryExamples(sources, targets), rows=3, length=16, seed=1)
     second.set_state(state)
     for want in expected:
         got = next(second)
@@ -140,7 +140,7 @@ def test_missing_split_and_oversized_vocab(tmp_path):
     config = text_config(tmp_path, ["--config.data.validation_prefix=" + str(tmp_path / "nope")])
     with pytest.raises(DataError, match=r"nope\.en: missing file for split 'validation'"):
         make_data(config, tmp_path / "w1", log=lambda *_: None)
-    with pytest.raises(DataError, match="data.vocab_size = 5000: .*lower data.vocab_size"):
+    with pytest.raises(DataError, match="model.vocab_size = 5000: .*lower model.vocab_size"):
         make_data(text_config(tmp_path, ["--config.model.vocab_size=5000"]), tmp_path / "w2", log=lambda *_: None)
     with pytest.raises(ConfigError, match="T2T_DATA_DIR"):
         make_data(load_config("experiments/multi30k.py", ["--config.data.data_dir=/no/such/dir"]), tmp_path / "w3")
@@ -198,7 +198,7 @@ def test_elastic_remap_reads_every_example_once_per_epoch(counts):
     for _ in range(4):
         taken, states = {}, None
         for count in counts:
-            its = [PackedTrainBatches(sources, targets, rows=2, length=16, seed=5, process_index=p,
+            its = [PackedTrainBatches(InMemoryExamples(sources, targets), rows=2, length=16, seed=5, process_index=p,
                                       process_count=count) for p in range(count)]
             if states is not None:
                 for it, state in zip(its, its[0].remap(states) if len(states) != count else states):

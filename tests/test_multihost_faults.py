@@ -245,7 +245,7 @@ def test_object_store_workdir_stays_a_url_end_to_end(tmp_path):
     two-process run with its final stage lands in the bucket, a one-process resume reads it back, and no
     local "gs:" folder appears (what pathlib.Path("gs://b/run") would create)."""
     root = tmp_path / "bucket_root"
-    fake = {"T2T_FAKE_GCS": str(root)}
+    fake = {"T2T_FAKE_GCS": str(root), "T2T_CACHE_DIR": str(tmp_path / "cache")}  # tokenized shards: local
     text = text_overrides(tmp_path, lines=60) + ["--config.train.tensorboard=True", "--config.train.eval_every=4"]
     for processes, steps in ((2, 8), (1, 12)):
         cluster = Cluster("gs://bucket/run", processes, text + [f"--config.train.steps={steps}",

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from t2t_jax.config import load_config, model_config
-from t2t_jax.data.sources import make_data
+from t2t_jax.data.inputs import make_data
 from t2t_jax.model import Transformer
 from t2t_jax.train.parallel import host_tree, make_launcher
 from t2t_jax.train.state import create_state, make_optimizer

@@ -71,6 +71,10 @@ def default_config() -> ml_collections.ConfigDict:
     c.data.tfds_data_dir = ""  # tensorflow-datasets data_dir; empty = tfds default
     c.data.spm_model_type = "bpe"  # shared sentencepiece vocabulary of model.vocab_size pieces
     c.data.spm_max_sentences = 1_000_000  # sentences sampled to train it
+    # Token ids written once (data/preprocess.py) and streamed from there; empty = <workdir>/tokenized.
+    c.data.tokenized_dir = ""
+    c.data.preprocess_workers = 0  # processes encoding the training split; 0 = every CPU core
+    c.data.prefetch_batches = 2  # training batches packed ahead in a thread
     c.data.toy_vocab = 32  # generated tasks only
     c.data.toy_min_length = 4
     c.data.toy_max_length = 16

@@ -17,6 +17,7 @@ AT_LEAST_ONE = ("train.steps", "train.log_every", "train.eval_every", "train.acc
                 "parallel.num_processes", "parallel.heartbeat_seconds")
 NOT_NEGATIVE = ("train.max_minutes", "train.bleu_every", "train.bleu_sentences", "train.bleu_beam",
                 "train.eval_batches", "checkpoint.every_steps", "checkpoint.every_minutes", "data.eval_tokens",
+                "data.preprocess_workers", "data.prefetch_batches",
                 "parallel.watchdog_seconds", "parallel.process_id", "final.average_last", "final.beam",
                 "final.alpha", "optimizer.warmup_steps", "optimizer.clip_norm", "optimizer.weight_decay",
                 "optimizer.constant")

@@ -1,8 +1,9 @@
 """Training and evaluation batches from tokenized pairs.
 
-Training: every epoch is a seeded permutation of the examples; process p of N
-takes positions p, p+N, ... of it (disjoint shards whose union is the data), and
-packs them into fixed-shape [rows, length] batches. The iterator state is
+Training: the examples are the pairs of a tokenized split (data/records.py) that fit data.max_length, read
+in blocks, never all held; every epoch is a seeded permutation of them; process p of N takes positions
+p, p+N, ... of it (disjoint shards whose union is the data), and packs them into fixed-shape [rows, length]
+batches, a few batches ahead in a thread (``PrefetchedBatches``). The iterator state is
 (epoch, cursor into this process's order) at a batch boundary, so a restored
 iterator yields exactly the batches that would have come next; a checkpoint of N
 processes restored on M is remapped so the epoch continues (data/epochs.py).
@@ -13,35 +14,76 @@ device count with empty rows that weigh nothing.
 """
 from __future__ import annotations
 
+import atexit
+import weakref
+
 import numpy as np
 
 from t2t_jax.data import epochs
 from t2t_jax.data.packing import RowPacker
 
 
-class PackedTrainBatches:
-    """This process's packed training batches; state {epoch, cursor, plans} (see data/epochs.py)."""
+class InMemoryExamples:
+    """Pairs held in lists (tests, small corpora); the same ``read`` interface as ``TokenizedExamples``."""
 
-    def __init__(self, sources, targets, *, rows: int, length: int, seed: int, process_index: int = 0,
-                 process_count: int = 1):
-        if not sources:
-            raise ValueError("no training examples left after length filtering")
+    def __init__(self, sources, targets):
         self.sources, self.targets = sources, targets
-        self.rows, self.length, self.seed = rows, length, seed
+
+    def __len__(self) -> int:
+        return len(self.sources)
+
+    def read(self, indices):
+        return [(self.sources[i], self.targets[i]) for i in indices]
+
+
+class TokenizedExamples:
+    """The pairs of a tokenized split (data/records.py) that pass the length filter: example i is record keep[i]."""
+
+    def __init__(self, split, keep: np.ndarray):
+        self.split, self.keep = split, keep
+
+    def __len__(self) -> int:
+        return len(self.keep)
+
+    def read(self, indices):
+        return self.split.read(self.keep[np.asarray(indices, np.int64)])
+
+
+class PackedTrainBatches:
+    """This process's packed training batches; state {epoch, cursor, plans} (see data/epochs.py).
+
+    ``examples`` is random access (``len``, ``read(indices)``); pairs are read in blocks of ``read_block``
+    positions of this process's order, a cache that does not enter the state.
+    """
+
+    def __init__(self, examples, *, rows: int, length: int, seed: int, process_index: int = 0,
+                 process_count: int = 1, read_block: int = 512):
+        if not len(examples):
+            raise ValueError("no training examples left after length filtering")
+        self.examples = examples
+        self.rows, self.length, self.seed, self.read_block = rows, length, seed, read_block
         self.process_index, self.process_count = process_index, process_count
         self.epoch, self.cursor = 0, 0
         self.plans: dict = {}  # epoch (as a string, for JSON) -> the compact list left after an elastic resume
         self.taken: list = []  # (epoch, example index) of every example in the last batch
         self._order_cache = (None, None)
+        self._block = (None, 0, [])  # (epoch, first cursor, pairs) read ahead
 
     def order(self, epoch: int) -> np.ndarray:
-        """This process's example indices for ``epoch``."""
+        """This process's example indices for ``epoch`` (int32: 4 bytes per example of the corpus)."""
         if self._order_cache[0] != epoch:
-            permutation = np.random.default_rng([self.seed, epoch]).permutation(len(self.sources))
-            positions = epochs.share(self.plans.get(str(epoch)), len(self.sources), self.process_index,
-                                     self.process_count)
+            total = len(self.examples)
+            permutation = np.random.default_rng([self.seed, epoch]).permutation(np.arange(total, dtype=np.int32))
+            positions = epochs.share(self.plans.get(str(epoch)), total, self.process_index, self.process_count)
             self._order_cache = (epoch, permutation[positions])
         return self._order_cache[1]
+
+    def _pair(self, epoch: int, cursor: int):
+        block_epoch, first, pairs = self._block
+        if block_epoch != epoch or not first <= cursor < first + len(pairs):
+            first, pairs = cursor, self.examples.read(self.order(epoch)[cursor:cursor + self.read_block])
+            self._block = (epoch, first, pairs)
+        return pairs[cursor - first]
 
     def __iter__(self):
         return self
@@ -54,10 +96,9 @@ class PackedTrainBatches:
             if cursor >= len(order):
                 epoch, cursor = epoch + 1, 0
                 continue
-            index = order[cursor]
-            if not packer.add(self.sources[index], self.targets[index]):
+            if not packer.add(*self._pair(epoch, cursor)):
                 break
-            taken.append((epoch, int(index)))
+            taken.append((epoch, int(order[cursor])))
             cursor += 1
         self.epoch, self.cursor, self.taken = epoch, cursor, taken
         self.plans = {e: p for e, p in self.plans.items() if int(e) >= epoch}  # finished epochs' lists go
@@ -70,10 +111,69 @@ class PackedTrainBatches:
         self.epoch, self.cursor = int(state["epoch"]), int(state["cursor"])
         self.plans = dict(state.get("plans") or {})
         self._order_cache = (None, None)
+        self._block = (None, 0, [])
 
     def remap(self, states: list[dict]) -> list[dict]:
         """States saved by ``len(states)`` processes -> one per process of this run (elastic resume)."""
-        return epochs.remap(states, len(self.sources), self.process_count)
+        return epochs.remap(states, len(self.examples), self.process_count)
+
+
+class _WithTaken:
+    """Adapter for grain's prefetch: each element carries the examples it packs."""
+
+    def __init__(self, batches: PackedTrainBatches):
+        self.batches = batches
+
+    def __next__(self):
+        batch = next(self.batches)
+        return batch, self.batches.taken
+
+    def get_state(self):
+        return self.batches.get_state()
+
+    def set_state(self, state):
+        self.batches.set_state(state)
+
+
+class PrefetchedBatches:
+    """``PackedTrainBatches`` packed ``buffer`` batches ahead in a thread (grain's ThreadPrefetchDatasetIterator,
+    which pairs every element with the iterator state after it, so ``get_state`` is the consumer's position)."""
+
+    def __init__(self, batches: PackedTrainBatches, buffer: int = 2):
+        from grain.experimental import ThreadPrefetchDatasetIterator
+
+        self.batches = batches
+        self.iterator = ThreadPrefetchDatasetIterator(_WithTaken(batches), buffer)
+        self.taken: list = []
+        atexit.register(_close_if_alive, weakref.ref(self))  # before interpreter teardown breaks grain's __del__
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> dict:
+        batch, self.taken = next(self.iterator)
+        return batch
+
+    def get_state(self) -> dict:
+        return self.iterator.get_state()
+
+    def set_state(self, state: dict) -> None:
+        self.iterator.set_state(state)
+
+    def remap(self, states: list[dict]) -> list[dict]:
+        return self.batches.remap(states)
+
+    def close(self) -> None:
+        """Stop the thread; the grain iterator is dropped now, while the interpreter can still collect it."""
+        if self.iterator is not None:
+            self.iterator.close()
+            self.iterator = None
+
+
+def _close_if_alive(reference) -> None:
+    batches = reference()
+    if batches is not None:
+        batches.close()
 
 
 def bucket_length(n: int, max_length: int, minimum: int = 8) -> int:

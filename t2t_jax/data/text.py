@@ -1,6 +1,11 @@
-"""Line-aligned parallel text files, read with errors that name the file and line."""
+"""Line-aligned parallel text files, read with errors that name the file and line.
+
+``iter_parallel`` streams (constant memory, for preprocessing WMT-sized corpora); ``read_parallel`` is the
+list form for the small evaluation splits.  Both apply the same rules.
+"""
 from __future__ import annotations
 
+import itertools
 import pathlib
 
 
@@ -8,38 +13,57 @@ class DataError(ValueError):
     """Bad input data; the message names the file (and line) and what is wrong."""
 
 
-def read_lines(path) -> list[str]:
+def _decode(path, number: int, line: bytes) -> str:
+    try:
+        return line.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as error:
+        raise DataError(f"{path}:{number}: invalid UTF-8 at byte {error.start} of the line") from None
+
+
+def iter_lines(path):
+    """The decoded lines of ``path`` (a final newline ends the last line; it does not start an empty one)."""
     path = pathlib.Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file not found")
-    raw = path.read_bytes()
-    if not raw.strip():
+    with open(path, "rb") as file:
+        empty = True
+        for number, line in enumerate(file, start=1):
+            empty = empty and not line.strip()
+            yield _decode(path, number, line)
+    if empty:
         raise DataError(f"{path}: file is empty")
-    lines = []
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        try:
-            lines.append(line.decode("utf-8").rstrip("\r"))
-        except UnicodeDecodeError as error:
-            raise DataError(f"{path}:{number}: invalid UTF-8 at byte {error.start} of the line") from None
-    if lines and lines[-1] == "" and raw.endswith(b"\n"):
-        lines.pop()
-    return lines
+
+
+def read_lines(path) -> list[str]:
+    return list(iter_lines(path))
+
+
+def iter_parallel(source_path, target_path, *, training: bool, skipped: list | None = None):
+    """(source, target) pairs of two line-aligned files, streamed.
+
+    Empty lines: in training a pair with an empty side is skipped (its line number appended to ``skipped``);
+    in evaluation every line is kept so outputs stay aligned.  Unequal line counts are an error at the end.
+    """
+    sources, targets = iter_lines(source_path), iter_lines(target_path)
+    count = 0
+    for source, target in itertools.zip_longest(sources, targets):
+        if source is None or target is None:
+            longer, shorter = (target_path, source_path) if source is None else (source_path, target_path)
+            rest = 1 + sum(1 for _ in (targets if source is None else sources))
+            raise DataError(f"{longer} has {count + rest} lines but {shorter} has {count}; parallel files must "
+                            f"be line-aligned")
+        count += 1
+        if training and not (source.strip() and target.strip()):
+            if skipped is not None:
+                skipped.append(count)
+            continue
+        yield source, target
 
 
 def read_parallel(source_path, target_path, *, training: bool, log=print):
-    """(sources, targets) of two line-aligned files.
-
-    Empty lines: in training a pair with an empty side is skipped (and counted in
-    the log); in evaluation every line is kept so outputs stay aligned.
-    """
-    sources, targets = read_lines(source_path), read_lines(target_path)
-    if len(sources) != len(targets):
-        raise DataError(f"{source_path} has {len(sources)} lines but {target_path} has {len(targets)}; "
-                        f"parallel files must be line-aligned")
-    if not training:
-        return sources, targets
-    kept = [(s, t) for s, t in zip(sources, targets) if s.strip() and t.strip()]
-    skipped = len(sources) - len(kept)
+    """(sources, targets) lists; see ``iter_parallel``."""
+    skipped: list = []
+    pairs = list(iter_parallel(source_path, target_path, training=training, skipped=skipped))
     if skipped:
-        log(f"{source_path}: skipped {skipped} pair(s) with an empty side")
-    return [s for s, _ in kept], [t for _, t in kept]
+        log(f"{source_path}: skipped {len(skipped)} pair(s) with an empty side")
+    return [s for s, _ in pairs], [t for _, t in pairs]

@@ -4,7 +4,8 @@ Prepare once where there is network (array_record format), then point data.tfds_
 
     python -m t2t_jax.data.fetch wmt14 --pair de-en --to DIR      # data/fetch.py
 
-Splits: train, validation = newstest2013, test = newstest2014 (3003 sentences for en-de).
+Splits: train, validation = newstest2013, test = newstest2014 (3003 sentences for en-de).  Examples are
+streamed in order (``iter_tfds_pairs``): the 4.5M / 36M training pairs never sit in a Python list.
 """
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from t2t_jax.data.text import DataError
 EXPECTED_SIZES = {("wmt14_translate/de-en", "test"): 3003, ("wmt14_translate/fr-en", "test"): 3003}
 
 
-def tfds_split(name: str, split: str, source_lang: str, target_lang: str, data_dir=None):
-    """(source lines, target lines); tfds yields {'de': ..., 'en': ...} so either direction works."""
+def open_split(name: str, split: str, source_lang: str, target_lang: str, data_dir=None):
+    """The random-access tfds source of ``split``; a clear error when it is not prepared."""
     import tensorflow_datasets as tfds
 
     try:
@@ -32,14 +33,33 @@ def tfds_split(name: str, split: str, source_lang: str, target_lang: str, data_d
     if {source_lang, target_lang} != languages:
         raise DataError(f"{name} has languages {sorted(languages)}; data.source_lang/target_lang are "
                         f"{source_lang!r}/{target_lang!r}")
-    sources, targets = [], []
-    for example in source:
-        sources.append(_text(example[source_lang]))
-        targets.append(_text(example[target_lang]))
-    if split == "train":
-        kept = [(s, t) for s, t in zip(sources, targets) if s.strip() and t.strip()]
-        sources, targets = [s for s, _ in kept], [t for _, t in kept]
-    return sources, targets
+    return source
+
+
+def iter_tfds_pairs(name, split, source_lang, target_lang, data_dir=None, *, skipped: list | None = None):
+    """(source, target) text pairs of a tfds split in order; training drops pairs with an empty side."""
+    source = open_split(name, split, source_lang, target_lang, data_dir)
+    for index in range(len(source)):
+        example = source[index]
+        pair = _text(example[source_lang]), _text(example[target_lang])
+        if split == "train" and not (pair[0].strip() and pair[1].strip()):
+            if skipped is not None:
+                skipped.append(index)
+            continue
+        yield pair
+
+
+def tfds_split(name: str, split: str, source_lang: str, target_lang: str, data_dir=None):
+    """(source lines, target lines) lists of a small split (validation, test)."""
+    pairs = list(iter_tfds_pairs(name, split, source_lang, target_lang, data_dir))
+    return [s for s, _ in pairs], [t for _, t in pairs]
+
+
+def describe(name: str, split: str, source_lang: str, target_lang: str, data_dir=None) -> dict:
+    """What the manifest records of a tfds split, to notice a re-prepared dataset."""
+    source = open_split(name, split, source_lang, target_lang, data_dir)
+    info = getattr(source, "dataset_info", None)
+    return {"tfds": name, "split": split, "examples": len(source), "version": str(getattr(info, "version", ""))}
 
 
 def _text(value) -> str:

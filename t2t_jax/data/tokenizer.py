@@ -45,7 +45,7 @@ class Tokenizer:
 
 
 def train_tokenizer(sentences, *, vocab_size: int, model_type: str = "bpe", max_sentences: int = 2_000_000,
-                    seed: int = 0) -> Tokenizer:
+                    seed: int = 0, num_threads: int = 2) -> Tokenizer:
     """Train on ``sentences`` (a capped random sample for big corpora)."""
     sentences = [s for s in sentences if s.strip()]
     if len(sentences) > max_sentences:
@@ -56,10 +56,10 @@ def train_tokenizer(sentences, *, vocab_size: int, model_type: str = "bpe", max_
             sentence_iterator=iter(sentences), model_writer=model, vocab_size=vocab_size, model_type=model_type,
             pad_id=PAD_ID, eos_id=EOS_ID, unk_id=UNK_ID, bos_id=-1, character_coverage=1.0,
             input_sentence_size=max_sentences, shuffle_input_sentence=True, minloglevel=2,
-            num_threads=2, hard_vocab_limit=True)
+            num_threads=num_threads, hard_vocab_limit=True)
     except RuntimeError as error:
-        raise DataError(f"data.vocab_size = {vocab_size}: sentencepiece cannot build it from this corpus "
-                        f"({str(error).strip()}); lower data.vocab_size") from None
+        raise DataError(f"model.vocab_size = {vocab_size}: sentencepiece cannot build it from this corpus "
+                        f"({str(error).strip()}); lower model.vocab_size") from None
     return Tokenizer(model.getvalue())
 
 

@@ -11,7 +11,7 @@ import jax
 from t2t_jax.checkpoint.manager import Checkpointer, abstract_like, check_compatible
 from t2t_jax.config import model_config
 from t2t_jax.data.geometry import batch_rows
-from t2t_jax.data.sources import make_data
+from t2t_jax.data.inputs import make_data
 from t2t_jax.evaluate.bleu import sacre_bleu
 from t2t_jax.model import Transformer
 from t2t_jax.train import distributed
@@ -90,7 +90,7 @@ def train(config, workdir: str, printer=print) -> dict:
     launcher = make_launcher(config.parallel.launcher, Transformer(cfg), tx, config.train.label_smoothing,
                              config.train.accum_steps, skip_nonfinite=config.train.nonfinite == "skip")
     batch_rows(config.data, launcher.device_count, jax.process_count(), config.train.accum_steps)  # before data
-    data = make_data(config, workdir, log=say)
+    data = make_data(config, workdir, log=lambda message: say(message, flush=True))
     ck = config.checkpoint
     checkpointer = Checkpointer(workdir, keep=ck.keep, async_save=ck.async_save, log=say)
     state, start, spent = _restore_or_init(config, cfg, tx, launcher, checkpointer, data, say)
