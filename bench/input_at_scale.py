@@ -21,7 +21,6 @@ import itertools
 import json
 import os
 import pathlib
-import resource
 import subprocess
 import sys
 import tempfile
@@ -56,24 +55,30 @@ def write_corpus(prefix: pathlib.Path, count: int) -> None:
             de.write(german + "\n")
 
 
+RSS_PROBE = ("import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
+             "print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, flush=True); "
+             "sys.exit(code)")
+
+
 def run(command, env=None):
-    """(seconds, seconds to the first 'step ' line or None, peak RSS GB of the largest process, output)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    """(seconds, seconds to the first 'step ' line or None, peak RSS GB, output).  The command runs under a
+    fresh probe process, whose children's ru_maxrss is the largest single process of the command's tree."""
     start = time.perf_counter()
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, **(env or {})})
-    first_step, lines = None, []
+    process = subprocess.Popen([sys.executable, "-c", RSS_PROBE, *command], cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})})
+    first_step, lines, peak = None, [], None
     for line in process.stdout:
+        if line.startswith("PEAK_RSS_KB "):
+            peak = round(int(line.split()[1]) / 1e6, 2)
+            continue
         lines.append(line)
         if first_step is None and line.startswith("step "):
             first_step = time.perf_counter() - start
     process.wait()
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     if process.returncode:
         raise RuntimeError(f"{' '.join(command)} failed:\n{''.join(lines[-30:])}")
-    # ru_maxrss of children is the largest single descendant so far: only meaningful when it grew here.
-    return seconds, first_step, round(peak / 1e6, 2) if peak > before else None, "".join(lines)
+    return seconds, first_step, peak, "".join(lines)
 
 
 def text_config(prefix) -> list[str]:

@@ -18,7 +18,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from bench.memory import peak_memory  # noqa: E402
 from t2t_jax.config import load_config  # noqa: E402
-from t2t_jax.data.sources import make_data  # noqa: E402
+from t2t_jax.data.inputs import make_data  # noqa: E402
 
 TINY_STEP_SECONDS = 0.85  # bench/results/train_step_cpu2.json, tiny f32, this machine
 

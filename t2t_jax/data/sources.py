@@ -19,7 +19,6 @@ from t2t_jax.data.text import DataError, iter_parallel, read_parallel
 from t2t_jax.model.config import ConfigError
 
 TOY_PREFIX = "toy_"
-EVAL_SEED_OFFSET = 10_007  # evaluation batches come from a different stream than training
 SPLITS = ("train", "validation", "test")
 MULTI30K_FILES = {"train": "train", "validation": "val", "test": "test_2016_flickr"}
 TFDS_NAMES = ("wmt14_translate/de-en", "wmt14_translate/fr-en")

@@ -61,16 +61,3 @@ def train_tokenizer(sentences, *, vocab_size: int, model_type: str = "bpe", max_
         raise DataError(f"model.vocab_size = {vocab_size}: sentencepiece cannot build it from this corpus "
                         f"({str(error).strip()}); lower model.vocab_size") from None
     return Tokenizer(model.getvalue())
-
-
-def load_or_train(path, sentences_fn, **train_kwargs) -> Tokenizer:
-    """The tokenizer cached at ``path``, or a new one trained on ``sentences_fn()`` and saved there."""
-    path = workdir_path(path)
-    if path.exists():
-        return Tokenizer.load(path)
-    tokenizer = train_tokenizer(sentences_fn(), **train_kwargs)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tokenizer.save(tmp)
-    tmp.replace(path)
-    return tokenizer
