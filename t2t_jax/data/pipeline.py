@@ -57,7 +57,7 @@ class PackedTrainBatches:
     """
 
     def __init__(self, examples, *, rows: int, length: int, seed: int, process_index: int = 0,
-                 process_count: int = 1, read_block: int = 512):
+                 process_count: int = 1, read_block: int = 4096):
         if not len(examples):
             raise ValueError("no training examples left after length filtering")
         self.examples = examples
