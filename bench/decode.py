@@ -77,7 +77,7 @@ def main():
         params = init_params(cfg, seed=0)
         for batch in map(int, args.batches.split(",")):
             src = np.random.default_rng(0).integers(3, cfg.vocab_size, (batch, args.source_length)).astype(np.int32)
-            runs = [("greedy_cached", lambda: translate_ids(params, src, cfg=cfg, beam=0)),
+            runs = [("greedy_cached", lambda: translate_ids(params, src, cfg=cfg, beam=1)),
                     ("beam4_cached", lambda: translate_ids(params, src, cfg=cfg, beam=4)),
                     ("beam4_cached_bf16", lambda: translate_ids(params, src, cfg=cfg_bf16, beam=4))]
             if batch == 1 or name == "tiny":

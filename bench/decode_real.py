@@ -3,7 +3,7 @@ compiled run in the same process. Prints JSON.
 
     python bench/decode_real.py --workdir W --input FILE [--checkpoint averaged] [--beam 4] [--single-loop]
 
-``--single-loop`` keeps every self-attention cache at full size in one loop (decoder.PHASE_MIN_BYTES
+``--single-loop`` keeps every self-attention cache at full size in one loop (decode_cache.PHASE_MIN_BYTES
 raised), the comparison for the phased caches. Real outputs end early, unlike bench/decode.py's random
 weights, so this shows what phases and compile time mean for an evaluation.
 """
@@ -18,8 +18,8 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from t2t_jax.data.text import read_lines  # noqa: E402
-from t2t_jax.decode import decoder  # noqa: E402
 from t2t_jax.decode.translate import load_for_inference, translate_texts  # noqa: E402
+from t2t_jax.model import decode_cache  # noqa: E402
 
 
 def main():
@@ -31,17 +31,18 @@ def main():
     parser.add_argument("--single-loop", action="store_true", help="no cache phases (full-size caches)")
     args = parser.parse_args()
     if args.single_loop:
-        decoder.PHASE_MIN_BYTES = float("inf")
-    cfg, params, tokenizer, _, step = load_for_inference(args.workdir, args.checkpoint)
+        decode_cache.PHASE_MIN_BYTES = float("inf")
+    model = load_for_inference(args.workdir, args.checkpoint)
     texts = read_lines(args.input)
-    report = {"workdir": args.workdir, "checkpoint": args.checkpoint, "step": step, "dtype": cfg.dtype,
+    report = {"workdir": args.workdir, "checkpoint": args.checkpoint, "step": model.step, "dtype": model.cfg.dtype,
               "sentences": len(texts), "beam": args.beam, "single_loop": args.single_loop, "runs": []}
     outputs = []
     for _ in range(2):
         start = time.perf_counter()
-        results, stats = translate_texts(texts, tokenizer, params, cfg, beam=args.beam, log=lambda *_: None)
-        report["runs"].append({"seconds": time.perf_counter() - start, "target_tokens": stats["tokens"]})
-        outputs.append([hyps[0][0] for hyps in results])
+        translations = translate_texts(texts, model.tokenizer, model.params, model.cfg, beam=args.beam,
+                                       log=lambda *_: None)
+        report["runs"].append({"seconds": time.perf_counter() - start, "target_tokens": translations.stats.tokens})
+        outputs.append(translations.best)
     report["runs_agree"] = outputs[0] == outputs[1]
     print(json.dumps(report, indent=2))
 

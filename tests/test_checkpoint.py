@@ -17,7 +17,7 @@ from t2t_jax.checkpoint.manager import Checkpointer, abstract_like
 from t2t_jax.checkpoint.params import load_params
 from t2t_jax.config import load_config, model_config
 from t2t_jax.model import Transformer
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import ConfigError
 from t2t_jax.train.loop import train
 from t2t_jax.train.parallel import host_tree
 from t2t_jax.train.state import create_state, make_optimizer
@@ -153,7 +153,7 @@ def test_truncated_latest_falls_back_to_previous_and_is_replaced(tmp_path):
 
 
 def test_all_checkpoints_unreadable_is_an_error_not_a_restart(tmp_path):
-    from t2t_jax.checkpoint.manager import CheckpointError
+    from t2t_jax.errors import CheckpointError
 
     small_run(tmp_path, steps=4)
     for step in (2, 4):
@@ -209,7 +209,7 @@ def test_a_background_save_failure_stops_with_one_error_and_keeps_the_last_check
     save with one CheckpointError naming it, not train on without checkpoints (the one at step 2 stays)."""
     from orbax.checkpoint._src.serialization import ocdbt_utils
 
-    from t2t_jax.checkpoint.manager import CheckpointError
+    from t2t_jax.errors import CheckpointError
 
     merge = ocdbt_utils.merge_ocdbt_per_process_files
 

@@ -73,7 +73,7 @@ def test_translate_invalid_utf8_on_stdin_is_one_error(workdir):
     code, err = translate(workdir, stdin=b"ok line\n\xff\xfe bad\n")
     assert code == 2 and "<stdin>:2: invalid UTF-8" in err and "Traceback" not in err, err
     code, err = translate(workdir, "--beam", "-1", stdin=b"x\n")
-    assert code == 2 and "need beam >= 0" in err
+    assert code == 2 and "need beam >= 1" in err
 
 
 def train_command(tmp_path, workdir, *extra):

@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from t2t_jax.config import load_config
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import ConfigError
 
 
 @pytest.mark.parametrize("override, message", [
@@ -86,7 +86,7 @@ def test_indivisible_batch_fails_before_any_data_is_read(tmp_path):
     ("--config.checkpoint.keep=0", "checkpoint.keep = 0: must be at least 1"),
     ("--config.train.log_every=0", "train.log_every = 0: must be at least 1"),
     ("--config.train.accum_steps=0", "train.accum_steps = 0: must be at least 1"),
-    ("--config.final.beam=-1", r"final.beam = -1: must be >= 0"),
+    ("--config.final.beam=0", r"final.beam = 0: must be at least 1 \(beam 1 is greedy search\)"),
     ("--config.train.label_smoothing=1.0", r"train.label_smoothing = 1.0: must be in \[0, 1\)"),
     ("--config.parallel.sync_every=0", "parallel.sync_every = 0: must be at least 1"),
 ])

@@ -9,10 +9,11 @@ from t2t_jax.config import load_config
 from t2t_jax.data.packing import RowPacker
 from t2t_jax.data.pipeline import InMemoryExamples, PackedTrainBatches, eval_batches
 from t2t_jax.data.inputs import make_data
-from t2t_jax.data.text import DataError, read_parallel
+from t2t_jax.errors import DataError
+from t2t_jax.data.text import read_parallel
 from t2t_jax.data.tokenizer import EOS_ID, train_tokenizer
 from t2t_jax.model import Transformer
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import ConfigError
 
 SHARED_DATA = pathlib.Path(os.environ.get("T2T_DATA_DIR", pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"))
 needs_shared_data = pytest.mark.skipif(not (SHARED_DATA / "multi30k").is_dir(),

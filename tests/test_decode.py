@@ -33,7 +33,7 @@ def sources(rows=3, length=9, seed=0):
 
 def test_cached_greedy_equals_full_recomputation(params):
     src = sources()
-    cached, cached_score = translate_ids(params, src, cfg=CFG, beam=0)
+    cached, cached_score = translate_ids(params, src, cfg=CFG, beam=1)
     full, full_score = translate_uncached(params, src, cfg=CFG)
     np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
     np.testing.assert_allclose(np.asarray(cached_score), np.asarray(full_score), rtol=1e-5)
@@ -49,31 +49,42 @@ def test_cached_beam_search_equals_full_recomputation(params, beam):
     np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
     np.testing.assert_allclose(np.asarray(cached_score), np.asarray(full_score), rtol=1e-5, atol=1e-5)
 
-@pytest.mark.parametrize("beam,variant", [(0, {}), (4, {}), (4, {"attention": "relative", "positions": "none"})])
+@pytest.mark.parametrize("beam,variant", [(1, {}), (4, {}), (4, {"attention": "relative", "positions": "none"})])
 def test_phased_caches_equal_full_recomputation(params, monkeypatch, beam, variant):
     """Caches that start at 16 positions and grow (16 -> 32 -> 59) between loop phases, as large batches
     decode, give the uncached search's n-best and scores (also where attention reads per-row histories)."""
-    from t2t_jax.decode import decoder
+    from t2t_jax.model import decode_cache
 
-    monkeypatch.setattr(decoder, "PHASE_MIN_BYTES", 0)
+    monkeypatch.setattr(decode_cache, "PHASE_MIN_BYTES", 0)
     cfg = dataclasses.replace(CFG, **variant)
     params = init_params(cfg, seed=3) if variant else params
-    assert decoder.cache_phases(cfg, 3, beam, 59) == (16, 32, 59)
+    assert decode_cache.phases(cfg, 3, beam, 59) == (16, 32, 59)
     src = sources()
     phased = jax.jit(translate_ids.__wrapped__, static_argnames=("cfg", "beam", "nbest"))
-    cached, cached_score = phased(params, src, cfg=cfg, beam=beam, nbest=max(beam, 1))
-    full, full_score = translate_uncached(params, src, cfg=cfg, beam=beam, nbest=max(beam, 1))
+    cached, cached_score = phased(params, src, cfg=cfg, beam=beam, nbest=beam)
+    full, full_score = translate_uncached(params, src, cfg=cfg, beam=beam, nbest=beam)
     np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
     np.testing.assert_allclose(np.asarray(cached_score), np.asarray(full_score), rtol=1e-5, atol=1e-5)
     assert (np.asarray(cached)[..., 40:] != 0).any()  # some hypotheses ran into the last phase
 
 
-def test_beam_one_equals_greedy(params):
+def test_beam_search_of_one_hypothesis_is_greedy_search_at_alpha_zero(params):
+    """``beam=1`` runs greedy_search; beam_search with k = 1 finds the same translations and scores when
+    α = 0 (with α > 0 it may keep extending the best non-EOS candidate: see search.py)."""
+    from t2t_jax.decode import decoder
+    from t2t_jax.decode.search import beam_search, greedy_search
+
     src = sources(seed=1)
-    greedy, greedy_score = translate_ids(params, src, cfg=CFG, beam=0)
-    beam, beam_score = translate_ids(params, src, cfg=CFG, beam=1, alpha=0.0)
-    np.testing.assert_array_equal(np.asarray(beam), np.asarray(greedy))
-    np.testing.assert_allclose(np.asarray(beam_score), np.asarray(greedy_score), rtol=1e-5)
+    model = decoder.Transformer(CFG)
+    segments, encoded, max_len, max_lengths = decoder._encode(model, params, src, CFG)
+    step, reorder, _ = decoder._cached_step(model, params, encoded, segments, max_len, 1)
+    greedy, greedy_score = greedy_search(step, len(src), max_lengths, max_len, CFG.eos_id, CFG.pad_id)
+    beam, beam_score = beam_search(step, len(src), 1, 0.0, max_lengths, max_len, CFG.eos_id, CFG.pad_id,
+                                   reorder_fn=reorder)
+    np.testing.assert_array_equal(np.asarray(beam)[:, 0], np.asarray(greedy))
+    np.testing.assert_allclose(np.asarray(beam_score)[:, 0], np.asarray(greedy_score), rtol=1e-5)
+    np.testing.assert_array_equal(np.asarray(translate_ids(params, src, cfg=CFG, beam=1)[0])[:, 0],
+                                  np.asarray(greedy))
 
 
 def trimmed(seq):
@@ -86,7 +97,7 @@ def trimmed(seq):
     return seq
 
 
-@pytest.mark.parametrize("beam", [0, 4])
+@pytest.mark.parametrize("beam", [1, 4])
 def test_batched_decoding_equals_each_sentence_alone(params, beam):
     src = sources(rows=4, length=12, seed=2)
     together, _ = translate_ids(params, src, cfg=CFG, beam=beam)

@@ -47,7 +47,7 @@ def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
     assert sacre_bleu(hypotheses, references)["score"] == pytest.approx(100.0)
     evaluate = subprocess.run([sys.executable, "-m", "t2t_jax.evaluate", "--workdir", str(workdir),
                                "--src", str(tmp_path / "test.en"), "--ref", str(tmp_path / "test.de"),
-                               "--beam", "0"], capture_output=True, text=True, timeout=300)
+                               "--beam", "1"], capture_output=True, text=True, timeout=300)
     assert evaluate.returncode == 0 and "sacreBLEU 100.00" in evaluate.stdout, evaluate.stdout + evaluate.stderr
     assert (workdir / "eval" / "test.en.latest.json").exists()
     maps = subprocess.run([sys.executable, "-m", "t2t_jax.visualize", "--workdir", str(workdir), "--sentence",

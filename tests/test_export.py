@@ -12,7 +12,8 @@ transformers = pytest.importorskip("transformers")
 
 from t2t_jax.decode.decoder import translate_ids  # noqa: E402
 from t2t_jax.export.flat import flatten, load_flat, save_flat  # noqa: E402
-from t2t_jax.export.marian import ExportError, export_marian  # noqa: E402
+from t2t_jax.errors import ExportError
+from t2t_jax.export.marian import export_marian  # noqa: E402
 from t2t_jax.export.marian_import import from_marian_state, marian_model_config, read_marian  # noqa: E402
 from t2t_jax.export.torch_export import export_torch  # noqa: E402
 from t2t_jax.export import torch_model  # noqa: E402
@@ -80,11 +81,11 @@ def test_marian_generate_matches_greedy_and_beam(marian):
     rng = np.random.default_rng(7)
     src = rng.integers(3, 40, (20, 8)).astype(np.int32)
     src[:, -1] = 1
-    for beam in (0, 4):
+    for beam in (1, 4):
         ours = np.asarray(translate_ids(params, src, cfg=CFG, beam=beam, alpha=0.0)[0])[:, 0]
         with torch.no_grad():
             theirs = model.generate(input_ids=torch.tensor(src, dtype=torch.long),
-                                    attention_mask=torch.tensor(src != 0), num_beams=max(beam, 1),
+                                    attention_mask=torch.tensor(src != 0), num_beams=beam,
                                     do_sample=False, max_new_tokens=58, length_penalty=0.0).numpy()
         for row in range(20):
             want = [int(t) for t in theirs[row, 1:]]  # drop the start token

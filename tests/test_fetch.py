@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from t2t_jax.data.fetch import MULTI30K_SHA256, fetch_multi30k
-from t2t_jax.data.text import DataError
+from t2t_jax.errors import DataError
 from test_data import SHARED_DATA, needs_shared_data
 
 @pytest.fixture

@@ -12,7 +12,8 @@ from t2t_jax.data import records
 from t2t_jax.data.inputs import make_data, tokenized_dir
 from t2t_jax.data.pipeline import InMemoryExamples, PackedTrainBatches, TokenizedExamples
 from t2t_jax.data.preprocess import preprocess, sample_sentences
-from t2t_jax.data.text import DataError, read_parallel
+from t2t_jax.errors import DataError
+from t2t_jax.data.text import read_parallel
 from t2t_jax.data.tokenizer import Tokenizer
 
 QUIET = dict(log=lambda *_: None)

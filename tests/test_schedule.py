@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import ConfigError
 from t2t_jax.train.schedule import make_schedule
 
 SPEC = "constant*linear_warmup*rsqrt_decay*rsqrt_hidden_size"

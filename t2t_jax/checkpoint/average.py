@@ -9,8 +9,8 @@ import orbax.checkpoint as ocp
 
 from t2t_jax.checkpoint.manager import LATEST_DIR
 from t2t_jax.checkpoint.params import alone_options, restore_params_tree, save_params
-from t2t_jax.model.config import ConfigError
-from t2t_jax.workdir import workdir_path
+from t2t_jax.errors import ConfigError
+from t2t_jax.workdir import Workdir, workdir_path
 
 
 def saved_steps(workdir) -> list[int]:
@@ -38,6 +38,6 @@ def average_last(workdir, last: int, out_dir, log=print, until: int | None = Non
         total = params if total is None else jax.tree_util.tree_map(np.add, total, params)
         log(f"read step {step}")
     average = jax.tree_util.tree_map(lambda x: x / np.float32(len(chosen)), total)
-    config = json.loads((workdir_path(workdir) / "config.json").read_text())
+    config = json.loads(Workdir(workdir).config.read_text())
     save_params(out_dir, chosen[-1], average, {**config, "_averaged_steps": chosen}, workdir=workdir)
     return chosen

@@ -16,15 +16,10 @@ import jax
 import orbax.checkpoint as ocp
 from etils import epath
 
-from t2t_jax.model.config import ConfigError
-from t2t_jax.workdir import workdir_path
+from t2t_jax.errors import CheckpointError, ConfigError
+from t2t_jax.workdir import Workdir, workdir_path
 
-LATEST_DIR, BEST_DIR = "checkpoints", "best"
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint could not be written (a full disk, a lost bucket permission): the run stops with one
-    line, and the last complete checkpoint stays (orbax writes into a temporary folder, renamed when done)."""
+LATEST_DIR, BEST_DIR = Workdir.CHECKPOINTS, Workdir.BEST
 
 
 def _manager(directory: epath.Path, keep: int, async_save: bool) -> ocp.CheckpointManager:

@@ -12,8 +12,8 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from t2t_jax.checkpoint.manager import BEST_DIR, LATEST_DIR
-from t2t_jax.model.config import ConfigError
-from t2t_jax.workdir import workdir_path
+from t2t_jax.errors import ConfigError
+from t2t_jax.workdir import Workdir, workdir_path
 
 AVERAGED_DIR = "averaged"
 
@@ -71,6 +71,6 @@ def save_params(out_dir, step: int, params, config_dict: dict, workdir=None) -> 
     manager.save(step, args=ocp.args.Composite(params=ocp.args.StandardSave(params)), force=True)
     manager.wait_until_finished()
     manager.close()
-    (out_dir / "config.json").write_text(json.dumps(config_dict, indent=2))
-    if workdir is not None and (workdir_path(workdir) / "spm.model").exists():
-        (workdir_path(workdir) / "spm.model").copy(out_dir / "spm.model", overwrite=True)
+    (out_dir / Workdir.CONFIG).write_text(json.dumps(config_dict, indent=2))
+    if workdir is not None and Workdir(workdir).vocabulary.exists():
+        Workdir(workdir).vocabulary.copy(out_dir / Workdir.VOCABULARY, overwrite=True)

@@ -14,8 +14,9 @@ import pathlib
 import runpy
 
 from t2t_jax.cli.common import fail, quiet_libraries
+from t2t_jax.errors import T2TError
 from t2t_jax.config import load_config
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import ConfigError
 
 TABLE3 = pathlib.Path(__file__).resolve().parents[2] / "experiments" / "table3.py"
 
@@ -43,7 +44,7 @@ def run_row(row, base_config, overrides, steps, workdir, bleu_sentences, say, ch
                                                    f"--config.train.eval_every={steps}",
                                                    f"--config.train.bleu_every={steps}",
                                                    f"--config.train.bleu_sentences={bleu_sentences}",
-                                                   "--config.train.bleu_beam=0"])
+                                                   "--config.train.bleu_beam=1"])
     summary = train(config, str(workdir), printer=lambda *a, **k: None)
     final = summary["final_eval"]
     speeds = [h["tokens_per_s"] for h in summary["history"] if h["split"] == "train"][1:]  # skip compile
@@ -89,7 +90,7 @@ def main(argv=None):
             changes = " ".join(o.removeprefix("--config.") for o in delta) or "-"
             results.append(run_row(row, args.base_config, base_overrides + delta, args.steps, workdir / row,
                                    args.bleu_sentences, print, changes))
-    except ConfigError as error:
+    except T2TError as error:
         fail(str(error))
     command = "python -m t2t_jax.ablate " + " ".join(argv if argv is not None else __import__("sys").argv[1:])
     workdir.mkdir(parents=True, exist_ok=True)

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import pathlib
 
 from t2t_jax.cli.common import fail, quiet_libraries
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import T2TError
+from t2t_jax.workdir import Workdir
 
 
 def main(argv=None):
@@ -18,10 +18,10 @@ def main(argv=None):
     quiet_libraries()
     from t2t_jax.checkpoint.average import average_last
 
-    out = args.out or str(pathlib.Path(args.workdir) / "averaged")
+    out = args.out or str(Workdir(args.workdir).averaged)
     try:
         steps = average_last(args.workdir, args.last, out, until=args.until)
-    except ConfigError as error:
+    except T2TError as error:
         fail(str(error))
     print(f"averaged steps {steps} -> {out}")
 

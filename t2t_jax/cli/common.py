@@ -6,8 +6,8 @@ import os
 import sys
 
 from t2t_jax.config import load_config
-from t2t_jax.model.config import ConfigError
-from t2t_jax.workdir import workdir_path
+from t2t_jax.errors import T2TError
+from t2t_jax.workdir import Workdir
 
 
 def parse_with_config(parser: argparse.ArgumentParser, argv=None):
@@ -20,7 +20,7 @@ def parse_with_config(parser: argparse.ArgumentParser, argv=None):
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         config = load_config(args.config, overrides)
-    except ConfigError as error:
+    except T2TError as error:
         fail(str(error))
     return args, config
 
@@ -37,11 +37,11 @@ def use_compilation_cache(workdir) -> None:
     translate / evaluate of the same model and batch shapes loads them instead of compiling: each
     beam-search shape compiles for ~3 s on CPU, ~15 of the 24 s of a first Multi30k test-set evaluation.
     Call before anything is compiled; an explicit ``JAX_COMPILATION_CACHE_DIR`` wins; not a workdir: no-op."""
-    if os.environ.get("JAX_COMPILATION_CACHE_DIR") or not (workdir_path(workdir) / "config.json").exists():
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR") or not Workdir(workdir).config.exists():
         return
     import jax
 
-    jax.config.update("jax_compilation_cache_dir", str(workdir_path(workdir) / "jax_cache"))
+    jax.config.update("jax_compilation_cache_dir", str(Workdir(workdir).jax_cache))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # small models compile fast too
 
 

@@ -7,8 +7,9 @@ import pathlib
 import ml_collections
 
 from t2t_jax.cli.common import fail, quiet_libraries, use_compilation_cache
-from t2t_jax.data.text import DataError, read_parallel
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import T2TError
+from t2t_jax.data.text import read_parallel
+from t2t_jax.workdir import Workdir
 
 
 def main(argv=None):
@@ -18,7 +19,7 @@ def main(argv=None):
     parser.add_argument("--src", help="source file (with --ref)")
     parser.add_argument("--ref", help="reference file (with --src)")
     parser.add_argument("--split", choices=["validation", "test"], help="a split of the run's dataset instead")
-    parser.add_argument("--beam", type=int, default=4)
+    parser.add_argument("--beam", type=int, default=4, help="beam size; 1 = greedy")
     parser.add_argument("--alpha", type=float, default=0.6)
     parser.add_argument("--name", help="report name (default: the split or the source file name)")
     args = parser.parse_args(argv)
@@ -31,18 +32,19 @@ def main(argv=None):
     from t2t_jax.evaluate.report import evaluate_texts
 
     try:
-        cfg, params, tokenizer, config, step = load_for_inference(args.workdir, args.checkpoint)
+        model = load_for_inference(args.workdir, args.checkpoint)
+        config = model.config
         if args.split:
             sources, references = split_text(ml_collections.ConfigDict(config), args.split)
         else:
             sources, references = read_parallel(args.src, args.ref, training=False)
         name = args.name or args.split or pathlib.Path(args.src).name
-        report = evaluate_texts(sources, references, tokenizer, params, cfg, target_lang=config["data"]["target_lang"],
-                                beam=args.beam, alpha=args.alpha, out_dir=pathlib.Path(args.workdir) / "eval",
+        report = evaluate_texts(sources, references, model.tokenizer, model.params, model.cfg, target_lang=config["data"]["target_lang"],
+                                beam=args.beam, alpha=args.alpha, out_dir=Workdir(args.workdir).eval,
                                 name=f"{name}.{args.checkpoint}")
-    except (ConfigError, DataError) as error:
+    except T2TError as error:
         fail(str(error))
-    print(f"checkpoint {args.checkpoint} (step {step}) on {name}: sacreBLEU {report['sacrebleu']['score']:.2f} "
+    print(f"checkpoint {args.checkpoint} (step {model.step}) on {name}: sacreBLEU {report['sacrebleu']['score']:.2f} "
           f"({report['sacrebleu']['signature']}) | paper BLEU {report['paper_bleu']['score']:.2f} | "
           f"chrF {report['chrf']['score']:.2f} | length ratio {report['length_ratio']:.3f} | "
           f"{report['decode']['sentences_per_s']:.1f} sentences/s")

@@ -6,7 +6,8 @@ import pathlib
 import shutil
 
 from t2t_jax.cli.common import fail, quiet_libraries
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import T2TError
+from t2t_jax.workdir import Workdir
 
 FORMATS = ("safetensors", "npz", "hf-marian", "torch")
 
@@ -26,14 +27,14 @@ def main(argv=None):
 
     from t2t_jax.checkpoint.params import load_params
     from t2t_jax.export.flat import save_flat
-    from t2t_jax.export.marian import ExportError, export_marian
+    from t2t_jax.export.marian import export_marian
     from t2t_jax.export.output import check_output_dir, finish_output, staging_dir
     from t2t_jax.export.torch_export import export_torch
     from t2t_jax.model.config import ModelConfig
 
     workdir = pathlib.Path(args.workdir)
     try:
-        config = json.loads((workdir / "config.json").read_text())
+        config = json.loads(Workdir(workdir).config.read_text())
         cfg = ModelConfig.from_mapping(config["model"])
         if args.format == "hf-marian":
             from t2t_jax.export.marian import check_exportable
@@ -41,7 +42,7 @@ def main(argv=None):
             check_exportable(cfg)  # refuse before reading any checkpoint
         out = check_output_dir(args.out, kind=args.format, workdir=workdir, overwrite=args.overwrite)
         step, params = load_params(workdir, args.checkpoint)
-        spm = workdir / "spm.model"
+        spm = Workdir(workdir).vocabulary
         spm = spm if spm.exists() else None
         staged = staging_dir(out)
         try:
@@ -56,7 +57,7 @@ def main(argv=None):
             raise
         finish_output(staged, out, args.format)
         path = out / path.relative_to(staged)
-    except (ConfigError, ExportError, FileNotFoundError, OSError) as error:
+    except (T2TError, FileNotFoundError, OSError) as error:
         fail(str(error))
     print(f"exported step {step} ({args.checkpoint}) as {args.format} -> {path}")
 

@@ -8,6 +8,8 @@ import pathlib
 import shutil
 
 from t2t_jax.cli.common import fail, quiet_libraries
+from t2t_jax.errors import T2TError
+from t2t_jax.workdir import Workdir
 
 
 def main(argv=None):
@@ -18,23 +20,22 @@ def main(argv=None):
     quiet_libraries()
     from t2t_jax.checkpoint.params import save_params
     from t2t_jax.config import default_config
-    from t2t_jax.export.marian import ExportError
     from t2t_jax.export.marian_import import from_marian_state, marian_model_config, read_marian
 
     try:
         hf_config, state = read_marian(args.hf)
         cfg = marian_model_config(hf_config)
-    except (ExportError, FileNotFoundError) as error:
+    except (T2TError, FileNotFoundError) as error:
         fail(str(error))
     params = from_marian_state(state, cfg)
     config = default_config().to_dict()
     config["model"] = cfg.to_dict()
     out = pathlib.Path(args.out)
-    save_params(out / "checkpoints", 0, params, config)
-    (out / "config.json").write_text(json.dumps(config, indent=2))
+    save_params(Workdir(out).checkpoints, 0, params, config)
+    Workdir(out).config.write_text(json.dumps(config, indent=2))
     source_spm = pathlib.Path(args.hf) / "source.spm"
     if source_spm.exists():
-        shutil.copy(source_spm, out / "spm.model")
+        shutil.copy(source_spm, Workdir(out).vocabulary)
     print(f"imported {args.hf} -> {out} ({cfg.encoder_layers}+{cfg.decoder_layers} layers, d {cfg.d_model}, "
           f"{cfg.activation}, LN eps {cfg.ln_epsilon})")
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 import argparse
 
 from t2t_jax.cli.common import fail, parse_with_config
-from t2t_jax.data.text import DataError
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import T2TError
 
 
 def main(argv=None):
@@ -26,7 +25,7 @@ def main(argv=None):
     try:
         preprocess(config, args.out, vocabulary=args.vocabulary, workers=args.workers,
                    shard_pairs=args.shard_pairs or SHARD_PAIRS, log=lambda message: print(message, flush=True))
-    except (ConfigError, DataError) as error:
+    except T2TError as error:
         fail(str(error))
 
 

@@ -11,8 +11,7 @@ import sys
 import traceback
 
 from t2t_jax.cli.common import fail, parse_with_config, quiet_libraries
-from t2t_jax.data.text import DataError
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import T2TError
 
 
 def main(argv=None):
@@ -23,17 +22,16 @@ def main(argv=None):
     quiet_libraries()
     import jax  # noqa: F401 - after argument errors are reported
 
-    from t2t_jax.checkpoint.manager import CheckpointError
     from t2t_jax.data.sources import check_splits
     from t2t_jax.train.finish import final_splits, finish
-    from t2t_jax.train.loop import NonFiniteLoss, train
+    from t2t_jax.train.loop import train
 
     try:
         check_splits(config, ["train", "validation", *final_splits(config)])  # now, not after the training
         summary = train(config, args.workdir)
         if summary["stopped"] in ("steps", "budget") and (config.final.average_last > 1 or final_splits(config)):
             finish(config, args.workdir)  # every process takes part (train/finish.py)
-    except (ConfigError, DataError, CheckpointError, NonFiniteLoss) as error:
+    except T2TError as error:
         _leave(str(error))
     except jax.errors.JaxRuntimeError as error:
         if jax.process_count() == 1:

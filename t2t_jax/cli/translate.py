@@ -7,15 +7,15 @@ import os
 import sys
 
 from t2t_jax.cli.common import fail, quiet_libraries, use_compilation_cache
-from t2t_jax.data.text import DataError, read_lines
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import DataError, T2TError
+from t2t_jax.data.text import read_lines
 
 
 def build_parser():
     parser = argparse.ArgumentParser(prog="t2t-translate", description="Translate text with a trained model.")
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--checkpoint", default="latest", help="latest, best, averaged or a step number")
-    parser.add_argument("--beam", type=int, default=4, help="beam size; 0 = greedy")
+    parser.add_argument("--beam", type=int, default=4, help="beam size; 1 = greedy")
     parser.add_argument("--alpha", type=float, default=0.6, help="GNMT length penalty exponent")
     parser.add_argument("--nbest", type=int, default=1, help="hypotheses per line (tab-separated with scores)")
     parser.add_argument("--input", help="input file (default: stdin)")
@@ -30,28 +30,29 @@ def main(argv=None):
     use_compilation_cache(args.workdir)
     from t2t_jax.decode.translate import load_for_inference, translate_texts
 
-    if args.beam < 0 or args.nbest < 1 or args.tokens_per_batch < 1:
-        fail(f"--beam {args.beam} / --nbest {args.nbest} / --tokens-per-batch {args.tokens_per_batch}: need beam >= 0 "
-             f"(0 = greedy), nbest >= 1, tokens per batch >= 1")
+    if args.beam < 1 or not 1 <= args.nbest <= args.beam or args.tokens_per_batch < 1:
+        fail(f"--beam {args.beam} / --nbest {args.nbest} / --tokens-per-batch {args.tokens_per_batch}: need beam >= 1 "
+             f"(1 = greedy), 1 <= nbest <= beam, tokens per batch >= 1")
     if args.output:
         check_writable(args.output)  # before decoding, not after: the translations would be lost
     try:
         texts = read_lines(args.input) if args.input else _stdin_lines()
-        cfg, params, tokenizer, _, step = load_for_inference(args.workdir, args.checkpoint)
+        model = load_for_inference(args.workdir, args.checkpoint)
         show = (lambda done, total: print(f"\rtranslated {done}/{total}", end="", file=sys.stderr, flush=True)) \
             if args.input else None
-        results, stats = translate_texts(texts, tokenizer, params, cfg, beam=args.beam, alpha=args.alpha,
-                                         nbest=args.nbest, tokens_per_batch=args.tokens_per_batch,
-                                         log=lambda m: print(m, file=sys.stderr), progress=show)
-    except (ConfigError, DataError) as error:
+        translations = translate_texts(texts, model.tokenizer, model.params, model.cfg, beam=args.beam,
+                                       alpha=args.alpha, nbest=args.nbest, tokens_per_batch=args.tokens_per_batch,
+                                       log=lambda m: print(m, file=sys.stderr), progress=show)
+    except T2TError as error:
         fail(str(error))
-    lines = ["\t".join(f"{text}\t{score:.4f}" for text, score in hyps) if args.nbest > 1 else hyps[0][0]
-             for hyps in results]
+    lines = ["\t".join(f"{h.text}\t{h.score:.4f}" for h in hyps) if args.nbest > 1 else hyps[0].text
+             for hyps in translations.hypotheses]
     output = "\n".join(lines) + ("\n" if lines else "")
     if args.output:
         with open(args.output, "w", encoding="utf-8") as handle:
             handle.write(output)
-        print(f"\n{stats['sentences']} sentences in {stats['seconds']:.1f}s (checkpoint step {step}) -> "
+        stats = translations.stats
+        print(f"\n{stats.sentences} sentences in {stats.seconds:.1f}s (checkpoint step {model.step}) -> "
               f"{args.output}", file=sys.stderr)
     else:
         sys.stdout.write(output)

@@ -7,13 +7,14 @@ from the explicit dot-product path, also for models trained with the fused kerne
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import pathlib
 
 import numpy as np
 
 from t2t_jax.cli.common import fail, quiet_libraries
-from t2t_jax.model.config import ATTENTION_KINDS, ConfigError
+from t2t_jax.errors import T2TError
+from t2t_jax.model.config import ATTENTION_KINDS
+from t2t_jax.workdir import Workdir
 
 KINDS = {("encoder", "self_attn"): "encoder_self", ("decoder", "self_attn"): "decoder_self",
          ("decoder", "cross_attn"): "decoder_cross"}
@@ -25,9 +26,7 @@ def attention_maps(params, cfg, inputs, targets):
 
     from t2t_jax.model import Transformer
 
-    explicit = dataclasses.replace(cfg, **{f"{kind}_attention": "dot_product" for kind in ATTENTION_KINDS
-                                           if cfg.attention_function(kind) == "fused"})
-    _, state = Transformer(explicit).apply({"params": params}, inputs, targets, mutable=["intermediates"])
+    _, state = Transformer(cfg).apply({"params": params}, inputs, targets, mutable=["intermediates"])
     maps = {}
     for path, value in flatten_dict(state["intermediates"]).items():
         side, layer, sublayer = path[0], path[1], path[2]
@@ -71,22 +70,22 @@ def main(argv=None):
     from t2t_jax.decode.translate import load_for_inference
 
     try:
-        cfg, params, tokenizer, _, _ = load_for_inference(args.workdir, args.checkpoint)
-    except ConfigError as error:
+        model = load_for_inference(args.workdir, args.checkpoint)
+    except T2TError as error:
         fail(str(error))
-    from t2t_jax.model.attention import DOT_PRODUCT_FAMILY
-
-    others = {cfg.attention_function(kind) for kind in ATTENTION_KINDS} - set(DOT_PRODUCT_FAMILY)
-    if others:
-        fail(f"attention maps are drawn for the dot-product family {list(DOT_PRODUCT_FAMILY)}, not {sorted(others)}")
+    cfg, params, tokenizer = model.cfg, model.params, model.tokenizer
+    undrawable = sorted({cfg.attention_function(kind) for kind in ATTENTION_KINDS
+                         if cfg.attention_variant(kind).dot_scale is None})
+    if undrawable:
+        fail(f"attention maps are drawn for softmax(q·kᵀ) variants (variants.py: dot_scale), not {undrawable}")
     inputs = tokenizer.encode(args.sentence)[None]
-    output = np.asarray(translate_ids(params, inputs, cfg=cfg, beam=0)[0])[0, 0]
+    output = np.asarray(translate_ids(params, inputs, cfg=cfg, beam=1)[0])[0, 0]
     output = output[: list(output).index(cfg.eos_id) + 1] if cfg.eos_id in output else output
     targets = output[None].astype(np.int32)
     pieces = lambda ids: [tokenizer.processor.id_to_piece(int(i)) for i in ids]  # noqa: E731
     src, tgt = pieces(inputs[0]), pieces(targets[0])
     decoder_in = ["<s>"] + tgt[:-1]
-    out_dir = pathlib.Path(args.out or pathlib.Path(args.workdir) / "attention")
+    out_dir = pathlib.Path(args.out or Workdir(args.workdir).attention)
     out_dir.mkdir(parents=True, exist_ok=True)
     labels = {"encoder_self": (src, src), "decoder_self": (decoder_in, decoder_in), "decoder_cross": (decoder_in, src)}
     written = []

@@ -37,7 +37,7 @@ def default_config() -> ml_collections.ConfigDict:
     c.train.eval_batches = 0  # 0 = the whole validation split
     c.train.bleu_every = 0  # steps between dev-BLEU decodes of the validation split (0 = off); keys the best slot
     c.train.bleu_sentences = 0  # validation sentences decoded for dev BLEU (0 = all)
-    c.train.bleu_beam = 4  # beam for dev BLEU (0 = greedy, faster)
+    c.train.bleu_beam = 4  # beam for dev BLEU (1 = greedy, faster)
     c.train.accum_steps = 1  # micro-batches per update (lax.scan inside the step)
 
     c.train.tensorboard = True  # event files in <workdir>/tensorboard (scalars, dev BLEU, sample translations)

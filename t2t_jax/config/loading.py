@@ -13,7 +13,8 @@ from typing import Iterable
 import ml_collections
 
 from t2t_jax.config.validation import validate_run_config
-from t2t_jax.model.config import ConfigError, ModelConfig
+from t2t_jax.errors import ConfigError
+from t2t_jax.model.config import ModelConfig
 
 
 def load_config(spec: str, overrides: Iterable[str] = ()) -> ml_collections.ConfigDict:

@@ -5,7 +5,7 @@ rule names the key, the value given and what is allowed: ``train.nonfinite = 'sk
 """
 from __future__ import annotations
 
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import ConfigError
 
 CHOICES = {
     "train.nonfinite": ("stop", "skip"),
@@ -14,11 +14,11 @@ CHOICES = {
 }
 AT_LEAST_ONE = ("train.steps", "train.log_every", "train.eval_every", "train.accum_steps", "checkpoint.keep",
                 "data.batch_tokens", "data.max_length", "data.spm_max_sentences", "parallel.sync_every",
-                "parallel.num_processes", "parallel.heartbeat_seconds")
-NOT_NEGATIVE = ("train.max_minutes", "train.bleu_every", "train.bleu_sentences", "train.bleu_beam",
+                "parallel.num_processes", "parallel.heartbeat_seconds", "train.bleu_beam", "final.beam")
+NOT_NEGATIVE = ("train.max_minutes", "train.bleu_every", "train.bleu_sentences",
                 "train.eval_batches", "checkpoint.every_steps", "checkpoint.every_minutes", "data.eval_tokens",
                 "data.preprocess_workers", "data.prefetch_batches",
-                "parallel.watchdog_seconds", "parallel.process_id", "final.average_last", "final.beam",
+                "parallel.watchdog_seconds", "parallel.process_id", "final.average_last",
                 "final.alpha", "optimizer.warmup_steps", "optimizer.clip_norm", "optimizer.weight_decay",
                 "optimizer.constant")
 UNIT_INTERVAL = ("train.label_smoothing", "optimizer.b1", "optimizer.b2")  # [0, 1)
@@ -36,7 +36,8 @@ def validate_run_config(config) -> None:
             raise ConfigError(f"{key} = {_value(config, key)!r}: choose one of {', '.join(choices)}")
     for key in AT_LEAST_ONE:
         if _value(config, key) < 1:
-            raise ConfigError(f"{key} = {_value(config, key)!r}: must be at least 1")
+            greedy = " (beam 1 is greedy search)" if key.endswith("beam") else ""
+            raise ConfigError(f"{key} = {_value(config, key)!r}: must be at least 1{greedy}")
     for key in NOT_NEGATIVE:
         if _value(config, key) < 0:
             raise ConfigError(f"{key} = {_value(config, key)!r}: must be >= 0 (0 = off where the key allows it)")

@@ -21,7 +21,7 @@ import sys
 import urllib.error
 import urllib.request
 
-from t2t_jax.data.text import DataError
+from t2t_jax.errors import DataError
 
 MULTI30K_REPOSITORY = "https://github.com/multi30k/dataset"
 MULTI30K_COMMIT = "a3d2e0d26b56f3846f66a952536ffed4e401d05a"

@@ -2,7 +2,7 @@
 an equal share per device (and so per process)."""
 from __future__ import annotations
 
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import ConfigError
 
 
 def batch_rows(data_config, devices: int, processes: int = 1, accum_steps: int = 1) -> int:

@@ -20,11 +20,11 @@ from t2t_jax.data import manifest as manifest_lib
 from t2t_jax.data import records, toy
 from t2t_jax.data.pipeline import PackedTrainBatches, PrefetchedBatches, TokenizedExamples, eval_batches
 from t2t_jax.data.sources import TOY_PREFIX, describe_split, split_text
-from t2t_jax.data.text import DataError
 from t2t_jax.data.tokenizer import Tokenizer
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import ConfigError, DataError
+from t2t_jax.special_ids import SpecialIds
 from t2t_jax.train import distributed
-from t2t_jax.workdir import is_url, workdir_path
+from t2t_jax.workdir import Workdir, is_url, workdir_path
 
 EVAL_SEED_OFFSET = 10_007  # evaluation batches come from a different stream than training
 PREPROCESS_BARRIER_SECONDS = 6 * 3600  # sentencepiece on a big sample plus encoding 36M pairs takes hours
@@ -52,11 +52,11 @@ def tokenized_dir(config, workdir):
     if config.data.tokenized_dir:
         directory = workdir_path(config.data.tokenized_dir)
     elif not is_url(workdir):
-        directory = workdir_path(workdir) / "tokenized"
+        directory = Workdir(workdir).tokenized
     else:
         digest = hashlib.sha256(json.dumps([str(workdir), manifest_lib.key(config)]).encode()).hexdigest()[:16]
         cache = os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "t2t_jax")
-        directory = workdir_path(os.path.join(cache, "tokenized", digest))
+        directory = workdir_path(os.path.join(cache, Workdir.TOKENIZED, digest))
     if is_url(directory):
         raise ConfigError(f"data.tokenized_dir = {directory}: the tokenized shards are read with random access "
                           f"and must be on a local or mounted disk (e.g. gcsfuse), not a URL")
@@ -72,7 +72,7 @@ def ensure_tokenized(config, workdir, log: Callable = print):
     if jax.process_index() == 0:
         manifest = records.read_manifest(directory)
         if manifest is None:
-            vocabulary = workdir / records.VOCABULARY  # a run started before preprocessing existed keeps its own
+            vocabulary = Workdir(workdir).vocabulary  # a run started before preprocessing existed keeps its own
             preprocess(config, directory, vocabulary=vocabulary, workers=config.data.preprocess_workers, log=log)
         else:
             sources = {split: describe_split(config, split) for split in TOKENIZED_SPLITS}
@@ -89,7 +89,7 @@ def ensure_tokenized(config, workdir, log: Callable = print):
 def _tokenized_data(config, workdir, log) -> Data:
     data = config.data
     directory, manifest = ensure_tokenized(config, workdir, log)
-    tokenizer = _workdir_vocabulary(directory, manifest, workdir)
+    tokenizer = _workdir_vocabulary(directory, manifest, workdir, SpecialIds.of(config.model))
     split = records.TokenizedSplit(directory, "train", manifest)
     keep = np.flatnonzero((split.lengths() <= data.max_length).all(axis=1)).astype(np.int32)
     if not len(keep):
@@ -117,11 +117,11 @@ def _tokenized_data(config, workdir, log) -> Data:
                 tokenizer=tokenizer, eval_sources=eval_src, eval_references=eval_tgt)
 
 
-def _workdir_vocabulary(directory, manifest, workdir) -> Tokenizer:
+def _workdir_vocabulary(directory, manifest, workdir, ids: SpecialIds) -> Tokenizer:
     """The tokenized directory's vocabulary, which is also the run's (<workdir>/spm.model, read by translate,
     export and the final stage): copied there on a first start, compared on a resume."""
     source = directory / manifest["vocabulary"]["file"]
-    target = workdir / records.VOCABULARY
+    target = Workdir(workdir).vocabulary
     if jax.process_index() == 0:  # the only writer: the others read the tokenized directory's copy
         if not target.exists():
             workdir.mkdir(parents=True, exist_ok=True)
@@ -130,7 +130,7 @@ def _workdir_vocabulary(directory, manifest, workdir) -> Tokenizer:
             raise ConfigError(f"{target} is not the vocabulary of {directory}: this run's checkpoints were "
                               f"trained with another one; use a fresh workdir or the tokenized directory made "
                               f"from it")
-    return Tokenizer.load(source)
+    return Tokenizer.load(source, ids)
 
 
 def _toy_data(config) -> Data:

@@ -7,7 +7,7 @@ the one it records.  Anything else would train silently on stale data.
 from __future__ import annotations
 
 from t2t_jax.data import records
-from t2t_jax.data.text import DataError
+from t2t_jax.errors import DataError
 
 KEY_FIELDS = {"dataset": "data.dataset", "source_lang": "data.source_lang", "target_lang": "data.target_lang",
               "vocab_size": "model.vocab_size", "spm_model_type": "data.spm_model_type"}

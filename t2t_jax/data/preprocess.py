@@ -25,8 +25,9 @@ import numpy as np
 from t2t_jax.data import manifest as manifest_lib
 from t2t_jax.data import records
 from t2t_jax.data.sources import describe_split, stream_pairs
-from t2t_jax.data.text import DataError
-from t2t_jax.data.tokenizer import EOS_ID, Tokenizer, train_tokenizer
+from t2t_jax.errors import DataError
+from t2t_jax.special_ids import SpecialIds
+from t2t_jax.data.tokenizer import Tokenizer, train_tokenizer
 from t2t_jax.workdir import workdir_path
 
 TOKENIZED_SPLITS = ("train", "validation")  # what training reads as ids; test is decoded from its text
@@ -78,7 +79,7 @@ def _vocabulary(config, vocabulary, directory, log):
     """(tokenizer, manifest entry): the model at ``vocabulary`` reused, or one learnt from a streamed sample."""
     path = directory / records.VOCABULARY
     if vocabulary is not None and workdir_path(vocabulary).exists():
-        tokenizer = Tokenizer.load(vocabulary)
+        tokenizer = Tokenizer.load(vocabulary, SpecialIds.of(config.model))
         origin = {"reused": str(vocabulary)}
     else:
         data = config.data
@@ -88,7 +89,7 @@ def _vocabulary(config, vocabulary, directory, log):
             f"{seen:,} training sentences")
         tokenizer = train_tokenizer(sample, vocab_size=config.model.vocab_size, model_type=data.spm_model_type,
                                     max_sentences=data.spm_max_sentences, seed=config.train.seed,
-                                    num_threads=os.cpu_count() or 1)
+                                    num_threads=os.cpu_count() or 1, ids=SpecialIds.of(config.model))
         origin = {"learned_from_sentences": len(sample), "of": seen,
                   "seconds": round(time.perf_counter() - started, 1)}
     if tokenizer.vocab_size != config.model.vocab_size:
@@ -148,9 +149,9 @@ def _encode_split(config, split, tokenizer, directory, dtype, workers, shard_pai
                 shards.append(os.path.basename(task[1]))
                 if workers > 1 and pool is None and index == 1:  # a second chunk: worth the worker start-up
                     pool = multiprocessing.get_context("spawn").Pool(
-                        workers, initializer=_init_worker, initargs=(tokenizer.model_proto,))
+                        workers, initializer=_init_worker, initargs=(tokenizer.model_proto, tokenizer.ids))
                 if pool is None:
-                    _init_worker(tokenizer.model_proto)
+                    _init_worker(tokenizer.model_proto, tokenizer.ids)
                     lengths_out.write(encode_chunk(task).tobytes())
                 else:
                     pending.append(pool.apply_async(encode_chunk, (task,)))
@@ -179,10 +180,10 @@ def _encode_split(config, split, tokenizer, directory, dtype, workers, shard_pai
 _WORKER_TOKENIZER = None
 
 
-def _init_worker(model_proto: bytes) -> None:
+def _init_worker(model_proto: bytes, ids: SpecialIds) -> None:
     global _WORKER_TOKENIZER
-    if _WORKER_TOKENIZER is None or _WORKER_TOKENIZER.model_proto != model_proto:
-        _WORKER_TOKENIZER = Tokenizer(model_proto)
+    if _WORKER_TOKENIZER is None or (_WORKER_TOKENIZER.model_proto, _WORKER_TOKENIZER.ids) != (model_proto, ids):
+        _WORKER_TOKENIZER = Tokenizer(model_proto, ids)
 
 
 def encode_chunk(task) -> np.ndarray:
@@ -197,7 +198,7 @@ def encode_chunk(task) -> np.ndarray:
     writer = ArrayRecordWriter(path, "group_size:1")  # one record per chunk: random access (as tfds writes)
     try:
         for row, (source, target) in enumerate(zip(sources, targets)):
-            source, target = source + [EOS_ID], target + [EOS_ID]
+            source, target = source + [_WORKER_TOKENIZER.ids.eos], target + [_WORKER_TOKENIZER.ids.eos]
             writer.write(records.encode_pair(source, target, dtype))
             lengths[row] = min(len(source), MAX_LENGTH_RECORDED), min(len(target), MAX_LENGTH_RECORDED)
     finally:

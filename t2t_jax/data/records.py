@@ -18,10 +18,10 @@ import json
 
 import numpy as np
 
-from t2t_jax.workdir import workdir_path
+from t2t_jax.workdir import Workdir, workdir_path
 
 MANIFEST = "manifest.json"
-VOCABULARY = "spm.model"
+VOCABULARY = Workdir.VOCABULARY  # a tokenized directory keeps its vocabulary under the workdir's name
 FORMAT = "t2t_jax.tokenized/1"
 READ_BLOCK = 512  # ArrayRecord costs ~1 ms per read call and ~8 us per key in a call of hundreds
 

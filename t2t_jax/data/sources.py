@@ -15,8 +15,9 @@ import os
 import pathlib
 
 from t2t_jax.data import toy
-from t2t_jax.data.text import DataError, iter_parallel, read_parallel
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import DataError
+from t2t_jax.data.text import iter_parallel, read_parallel
+from t2t_jax.errors import ConfigError
 
 TOY_PREFIX = "toy_"
 SPLITS = ("train", "validation", "test")

@@ -8,9 +8,7 @@ from __future__ import annotations
 import itertools
 import pathlib
 
-
-class DataError(ValueError):
-    """Bad input data; the message names the file (and line) and what is wrong."""
+from t2t_jax.errors import DataError
 
 
 def _decode(path, number: int, line: bytes) -> str:

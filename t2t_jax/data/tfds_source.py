@@ -9,7 +9,7 @@ streamed in order (``iter_tfds_pairs``): the 4.5M / 36M training pairs never sit
 """
 from __future__ import annotations
 
-from t2t_jax.data.text import DataError
+from t2t_jax.errors import DataError
 
 EXPECTED_SIZES = {("wmt14_translate/de-en", "test"): 3003, ("wmt14_translate/fr-en", "test"): 3003}
 

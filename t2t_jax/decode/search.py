@@ -9,9 +9,13 @@ loop carries a cache of fixed structure.  Sequences hold generated tokens only
 Beam search (§6.1, GNMT length penalty): score = log P(Y) / ((5 + |Y|) / 6)^α with
 |Y| counting the EOS; 2k candidates per step so k can finish and k stay alive (only EOS
 candidates ranked within the top k finish, as in fairseq / HF generate);
-stops once no alive hypothesis can beat the best finished one.
+stops once no alive hypothesis can beat the best finished one. With k = 1 this is greedy search at α = 0
+only: with α > 0 a finished hypothesis's score rises with its length, so the search may extend the best
+non-EOS candidate past an EOS greedy would take. The decoder therefore runs ``greedy_search`` for beam 1.
 """
 from __future__ import annotations
+
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -19,6 +23,27 @@ import jax.numpy as jnp
 from t2t_jax.decode.topk import log_softmax_top_k
 
 NEG_INF = -1e9
+
+
+class GreedyState(NamedTuple):
+    t: Any  # steps taken (scalar int32)
+    tokens: jax.Array  # [batch, max_len] int32: generated so far, pad (0) after EOS
+    finished: jax.Array  # [batch] bool
+    score: jax.Array  # [batch] float32: summed log-probs
+
+
+class BeamState(NamedTuple):
+    t: Any  # steps taken (scalar int32)
+    alive_seqs: jax.Array  # [batch, beam, max_len] int32: hypotheses still growing
+    alive_logp: jax.Array  # [batch, beam] float32: their log P (NEG_INF: empty slot)
+    fin_seqs: jax.Array  # [batch, beam, max_len] int32: finished hypotheses, best first
+    fin_scores: jax.Array  # [batch, beam] float32: their length-normalised scores (NEG_INF: none yet)
+
+
+class LoopCarry(NamedTuple):
+    state: Any  # GreedyState or BeamState
+    cache: Any  # whatever step_fn carries (decode_cache.SearchCache for the model)
+    last: jax.Array  # [rows] int32: the tokens the next step reads
 
 
 def length_penalty(length, alpha: float):
@@ -29,32 +54,27 @@ def greedy_search(step_fn, batch: int, max_lengths, max_len: int, eos_id: int, s
                   phases=None, grow_fn=None):
     """(tokens [batch, max_len], summed log-probs [batch]); positions after EOS hold pad (0).
     ``phases`` / ``grow_fn``: see ``run_loop``."""
-    def advance(carry, cache, logits):
-        t, tokens, finished, score = carry
-        logits = logits.astype(jnp.float32)
-        logp, choice = log_softmax_top_k(logits[:, None], jnp.zeros((batch, 1)), 1)
-        choice = jnp.where(finished, 0, choice[:, 0])
-        score = score + jnp.where(finished, 0.0, logp[:, 0])
-        tokens = tokens.at[:, t].set(choice)
-        finished = finished | (choice == eos_id) | (t + 1 >= max_lengths)
-        return (t + 1, tokens, finished, score), cache, choice
+    def advance(state: GreedyState, cache, logits) -> LoopCarry:
+        logp, choice = log_softmax_top_k(logits.astype(jnp.float32)[:, None], jnp.zeros((batch, 1)), 1)
+        choice = jnp.where(state.finished, 0, choice[:, 0])
+        score = state.score + jnp.where(state.finished, 0.0, logp[:, 0])
+        tokens = state.tokens.at[:, state.t].set(choice)
+        finished = state.finished | (choice == eos_id) | (state.t + 1 >= max_lengths)
+        return LoopCarry(GreedyState(state.t + 1, tokens, finished, score), cache, choice)
 
-    start = jnp.full((batch,), start_id, jnp.int32)
-    carry = (0, jnp.zeros((batch, max_len), jnp.int32), jnp.zeros((batch,), bool), jnp.zeros((batch,)))
-    logits, cache = step_fn(None, start, 0)
-    carry, cache, last = advance(carry, cache, logits)
+    state = GreedyState(0, jnp.zeros((batch, max_len), jnp.int32), jnp.zeros((batch,), bool), jnp.zeros((batch,)))
+    logits, cache = step_fn(None, jnp.full((batch,), start_id, jnp.int32), 0)
+    carry = advance(state, cache, logits)
 
-    def cond(state):
-        (t, _, finished, _), _, _ = state
-        return (t < max_len) & ~jnp.all(finished)
+    def cond(carry: LoopCarry):
+        return (carry.state.t < max_len) & ~jnp.all(carry.state.finished)
 
-    def body(state):
-        carry, cache, last = state
-        logits, cache = step_fn(cache, last, carry[0])
-        return advance(carry, cache, logits)
+    def body(carry: LoopCarry):
+        logits, cache = step_fn(carry.cache, carry.last, carry.state.t)
+        return advance(carry.state, cache, logits)
 
-    (_, tokens, _, score), _, _ = run_loop(cond, body, (carry, cache, last), phases or (max_len,), grow_fn)
-    return tokens, score
+    final = run_loop(cond, body, carry, phases or (max_len,), grow_fn).state
+    return final.tokens, final.score
 
 
 def _gather_beams(tree, indices):
@@ -63,7 +83,7 @@ def _gather_beams(tree, indices):
         lambda x: jnp.take_along_axis(x, indices.reshape(indices.shape + (1,) * (x.ndim - 2)), axis=1), tree)
 
 
-def gather_rows(cache, source_beams, index):
+def gather_rows(cache, source_beams):
     """The generic reorder: every cache leaf has rows [batch * beam, ...]; row (b, k) takes the row of
     its source beam. (The model's grouped caches move nothing; see decoder.py.)"""
     batch, beam = source_beams.shape
@@ -75,65 +95,61 @@ def beam_search(step_fn, batch: int, beam: int, alpha: float, max_lengths, max_l
                 start_id: int = 0, nbest: int = 1, reorder_fn=gather_rows, phases=None, grow_fn=None):
     """(sequences [batch, beam, max_len], scores [batch, beam]) best first; rows of step_fn are batch*beam.
 
-    ``reorder_fn(cache, source_beams [batch, beam], index)`` makes the cache follow the surviving
-    hypotheses after the step at ``index``. Stops once no alive hypothesis can beat the ``nbest``-th
+    ``reorder_fn(cache, source_beams [batch, beam])`` makes the cache follow the surviving hypotheses. Stops once no alive hypothesis can beat the ``nbest``-th
     finished one (nbest=1: the best, §6.1); the first ``nbest`` rows are then exact, later rows are
     whatever finished before the stop. ``phases`` / ``grow_fn``: see ``run_loop``."""
     vocab_rows = batch * beam
 
-    def advance(state, cache, logits):
-        t, alive_seqs, alive_logp, fin_seqs, fin_scores = state
-        vocab = logits.shape[-1]
+    def advance(state: BeamState, cache, logits) -> LoopCarry:
+        t, vocab = state.t, logits.shape[-1]
         logits = logits.astype(jnp.float32).reshape(batch, beam, vocab)
         # candidate (k, v): log P(hypothesis k) + log_softmax(logits[k])[v], ranked without materialising it
-        top_logp, top_index = log_softmax_top_k(logits, alive_logp, 2 * beam)
+        top_logp, top_index = log_softmax_top_k(logits, state.alive_logp, 2 * beam)
         source_beam, token = top_index // vocab, (top_index % vocab).astype(jnp.int32)
-        seqs = _gather_beams(alive_seqs, source_beam).at[:, :, t].set(token)
+        seqs = _gather_beams(state.alive_seqs, source_beam).at[:, :, t].set(token)  # [batch, 2k, max_len]
         ends = (token == eos_id) | (t + 1 >= max_lengths)[:, None]
-        # Only the top k of the 2k candidates may finish (as fairseq and HF generate): so beam 1 is
+        # Only the top k of the 2k candidates may finish (as fairseq and HF generate): so at α = 0, k = 1 is
         # exactly greedy; the other k keep k hypotheses alive when some of the top k end.
         in_beam = jnp.arange(2 * beam)[None, :] < beam
         finished_score = jnp.where(ends & in_beam, top_logp / length_penalty(t + 1, alpha), NEG_INF)
         alive_candidates = jnp.where(ends, NEG_INF, top_logp)
         alive_logp, keep = jax.lax.top_k(alive_candidates, beam)
         alive_seqs = _gather_beams(seqs, keep)
-        cache = reorder_fn(cache, jnp.take_along_axis(source_beam, keep, axis=1), t)
-        all_seqs = jnp.concatenate([fin_seqs, seqs], axis=1)
-        all_scores = jnp.concatenate([fin_scores, finished_score], axis=1)
+        cache = reorder_fn(cache, jnp.take_along_axis(source_beam, keep, axis=1))
+        all_seqs = jnp.concatenate([state.fin_seqs, seqs], axis=1)  # [batch, 3k, max_len]
+        all_scores = jnp.concatenate([state.fin_scores, finished_score], axis=1)
         fin_scores, best = jax.lax.top_k(all_scores, beam)
-        fin_seqs = _gather_beams(all_seqs, best)
         last = jnp.take_along_axis(token, keep, axis=1).reshape(-1)
-        return (t + 1, alive_seqs, alive_logp, fin_seqs, fin_scores), cache, last
+        return LoopCarry(BeamState(t + 1, alive_seqs, alive_logp, _gather_beams(all_seqs, best), fin_scores),
+                         cache, last)
 
     first_alive = jnp.where(jnp.arange(beam) == 0, 0.0, NEG_INF)  # one live beam at t=0: no duplicates
-    state = (0, jnp.zeros((batch, beam, max_len), jnp.int32), jnp.tile(first_alive, (batch, 1)),
-             jnp.zeros((batch, beam, max_len), jnp.int32), jnp.full((batch, beam), NEG_INF))
+    state = BeamState(0, jnp.zeros((batch, beam, max_len), jnp.int32), jnp.tile(first_alive, (batch, 1)),
+                      jnp.zeros((batch, beam, max_len), jnp.int32), jnp.full((batch, beam), NEG_INF))
     logits, cache = step_fn(None, jnp.full((vocab_rows,), start_id, jnp.int32), 0)
-    state, cache, last = advance(state, cache, logits)
+    carry = advance(state, cache, logits)
 
-    def cond(carry):
-        (t, _, alive_logp, _, fin_scores), _, _ = carry
-        best_possible = alive_logp[:, 0] / length_penalty(max_lengths, alpha)
-        can_improve = (best_possible > fin_scores[:, nbest - 1]) & (t < max_lengths)
-        return (t < max_len) & jnp.any(can_improve)
+    def cond(carry: LoopCarry):
+        state = carry.state
+        best_possible = state.alive_logp[:, 0] / length_penalty(max_lengths, alpha)
+        can_improve = (best_possible > state.fin_scores[:, nbest - 1]) & (state.t < max_lengths)
+        return (state.t < max_len) & jnp.any(can_improve)
 
-    def body(carry):
-        state, cache, last = carry
-        logits, cache = step_fn(cache, last, state[0])
-        return advance(state, cache, logits)
+    def body(carry: LoopCarry):
+        logits, cache = step_fn(carry.cache, carry.last, carry.state.t)
+        return advance(carry.state, cache, logits)
 
-    (_, _, _, fin_seqs, fin_scores), _, _ = run_loop(cond, body, (state, cache, last), phases or (max_len,),
-                                                     grow_fn)
-    return fin_seqs, fin_scores
+    final = run_loop(cond, body, carry, phases or (max_len,), grow_fn).state
+    return final.fin_seqs, final.fin_scores
 
 
-def run_loop(cond, body, carry, phases, grow_fn=None):
-    """``lax.while_loop`` over carries (search state, cache, last tokens), split at the increasing step
+def run_loop(cond, body, carry: LoopCarry, phases, grow_fn=None) -> LoopCarry:
+    """``lax.while_loop`` over a LoopCarry, split at the increasing step
     bounds ``phases`` (the last one max_len; default: that one loop): before the loop that ends at bound
     ``end``, ``grow_fn(cache, end)`` enlarges the cache to hold ``end`` positions. Each loop then runs on
     caches sized to its bound, so a step reads at most the next bound's worth of cache, not the whole."""
     for i, end in enumerate(phases):
         if i:
-            carry = (carry[0], grow_fn(carry[1], end), carry[2])
-        carry = jax.lax.while_loop(lambda c, end=end: cond(c) & (c[0][0] < end), body, carry)
+            carry = carry._replace(cache=grow_fn(carry.cache, end))
+        carry = jax.lax.while_loop(lambda c, end=end: cond(c) & (c.state.t < end), body, carry)
     return carry

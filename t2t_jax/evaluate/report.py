@@ -3,19 +3,19 @@ from __future__ import annotations
 
 import json
 
-from t2t_jax.decode.translate import translate_texts
+from t2t_jax.decode.translate import DecodeStats, translate_texts
 from t2t_jax.evaluate.bleu import chrf, paper_bleu, sacre_bleu
 from t2t_jax.workdir import workdir_path
 
 
 def evaluate_texts(sources, references, tokenizer, params, cfg, *, target_lang, beam, alpha, out_dir, name,
                    log=print) -> dict:
-    results, stats = translate_texts(sources, tokenizer, params, cfg, beam=beam, alpha=alpha, log=log)
-    return write_report([r[0][0] for r in results], references, stats, target_lang=target_lang, beam=beam,
+    translations = translate_texts(sources, tokenizer, params, cfg, beam=beam, alpha=alpha, log=log)
+    return write_report(translations.best, references, translations.stats, target_lang=target_lang, beam=beam,
                         alpha=alpha, out_dir=out_dir, name=name)
 
 
-def write_report(hypotheses, references, stats, *, target_lang, beam, alpha, out_dir, name) -> dict:
+def write_report(hypotheses, references, stats: DecodeStats, *, target_lang, beam, alpha, out_dir, name) -> dict:
     """Score ``hypotheses`` and write ``<out_dir>/<name>.{hyp,json,md}``; returns the report."""
     out_dir = workdir_path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -26,8 +26,8 @@ def write_report(hypotheses, references, stats, *, target_lang, beam, alpha, out
         "sacrebleu": sacre, "paper_bleu": paper_bleu(hypotheses, references, target_lang),
         "chrf": chrf(hypotheses, references),
         "length_ratio": sacre["sys_len"] / max(sacre["ref_len"], 1),
-        "decode": {"seconds": stats["seconds"], "sentences_per_s": stats["sentences"] / max(stats["seconds"], 1e-9),
-                   "target_tokens_per_s": stats["tokens"] / max(stats["seconds"], 1e-9)},
+        "decode": {"seconds": stats.seconds, "sentences_per_s": stats.sentences / max(stats.seconds, 1e-9),
+                   "target_tokens_per_s": stats.tokens / max(stats.seconds, 1e-9)},
     }
     (out_dir / f"{name}.json").write_text(json.dumps(report, indent=2))
     (out_dir / f"{name}.md").write_text(markdown(report))

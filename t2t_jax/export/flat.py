@@ -10,6 +10,7 @@ import pathlib
 import shutil
 
 import numpy as np
+from t2t_jax.workdir import Workdir
 from flax.traverse_util import flatten_dict, unflatten_dict
 
 
@@ -35,9 +36,9 @@ def save_flat(params, model_config: dict, out_dir, fmt: str, spm_path=None) -> p
         np.savez(path, **flat)
     else:
         raise ValueError(f"unknown flat format {fmt!r}")
-    (out_dir / "config.json").write_text(json.dumps({"model": model_config}, indent=2))
+    (out_dir / Workdir.CONFIG).write_text(json.dumps({"model": model_config}, indent=2))
     if spm_path is not None and pathlib.Path(spm_path).exists():
-        shutil.copy(spm_path, out_dir / "spm.model")
+        shutil.copy(spm_path, out_dir / Workdir.VOCABULARY)
     return path
 
 

@@ -15,13 +15,10 @@ import shutil
 
 import numpy as np
 
+from t2t_jax.errors import ExportError
 from t2t_jax.model.config import ModelConfig
 
 MARIAN_LN_EPSILON = 1e-5
-
-
-class ExportError(ValueError):
-    """The model uses something the target format cannot express."""
 
 
 def check_exportable(cfg: ModelConfig) -> None:

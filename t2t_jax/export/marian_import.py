@@ -8,7 +8,8 @@ import pathlib
 
 import numpy as np
 
-from t2t_jax.export.marian import PROJECTIONS, ExportError, channel_permutation
+from t2t_jax.errors import ExportError
+from t2t_jax.export.marian import PROJECTIONS, channel_permutation
 from t2t_jax.model.config import ModelConfig
 
 ACTIVATIONS = {"relu": "relu", "swish": "swish", "silu": "swish"}

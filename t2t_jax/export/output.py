@@ -10,7 +10,7 @@ import os
 import pathlib
 import tempfile
 
-from t2t_jax.export.marian import ExportError
+from t2t_jax.errors import ExportError
 
 MARKER = ".t2t_export"  # holds the format name
 

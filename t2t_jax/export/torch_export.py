@@ -7,6 +7,7 @@ import shutil
 import numpy as np
 
 from t2t_jax.model.config import ModelConfig
+from t2t_jax.workdir import Workdir
 
 MODULE_FILE = pathlib.Path(__file__).with_name("torch_model.py")
 
@@ -54,5 +55,5 @@ def export_torch(params, cfg: ModelConfig, out_dir, spm_path=None) -> pathlib.Pa
     torch.save({"config": cfg.to_dict(), "state_dict": state}, out_dir / "model.pt")
     shutil.copy(MODULE_FILE, out_dir / "torch_model.py")
     if spm_path is not None and pathlib.Path(spm_path).exists():
-        shutil.copy(spm_path, out_dir / "spm.model")
+        shutil.copy(spm_path, out_dir / Workdir.VOCABULARY)
     return out_dir / "model.pt"

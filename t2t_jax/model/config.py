@@ -9,16 +9,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
+from t2t_jax.errors import ConfigError
+from t2t_jax.model import variants
+from t2t_jax.special_ids import DEFAULT as DEFAULT_IDS
+
 LN_PLACEMENTS = ("post", "pre")
 POSITION_KINDS = ("sinusoidal", "concat", "learned", "none")
 DTYPES = ("float32", "bfloat16")
 ACTIVATIONS = ("relu", "swish")
 ATTENTION_ALIASES = ("local", "multi_query", "grouped_query")  # dot_product + local_window / kv_heads
-ATTENTION_KINDS = ("encoder_self", "decoder_self", "cross")
-
-
-class ConfigError(ValueError):
-    """A configuration value is wrong; the message names the key and the rule."""
+ATTENTION_KINDS = variants.SUBLAYERS  # encoder_self, decoder_self, cross
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,8 +51,8 @@ class ModelConfig:
     logits_bias: bool = False  # a bias on the pre-softmax logits (Marian's final_logits_bias)
     dtype: str = "float32"  # compute dtype; params stay float32
     max_len: int = 256  # size of learned position table and decode caches
-    pad_id: int = 0
-    eos_id: int = 1
+    pad_id: int = DEFAULT_IDS.pad  # special ids: t2t_jax/special_ids.py
+    eos_id: int = DEFAULT_IDS.eos
 
     def __post_init__(self):
         _check_positive(self, ("vocab_size", "d_model", "num_heads", "d_ff", "max_len"))
@@ -78,13 +78,15 @@ class ModelConfig:
         _check_choice("positions", self.positions, POSITION_KINDS)
         _check_choice("dtype", self.dtype, DTYPES)
         _check_choice("activation", self.activation, ACTIVATIONS)
-        from t2t_jax.model import attention  # local import: registry lives with the functions
-
-        functions = tuple(attention.ATTENTION_FUNCTIONS)
+        functions = variants.names()
         _check_choice("attention", self.attention, functions + ATTENTION_ALIASES)
         for kind in ATTENTION_KINDS:
-            if getattr(self, f"{kind}_attention") is not None:
-                _check_choice(f"{kind}_attention", getattr(self, f"{kind}_attention"), functions)
+            chosen = getattr(self, f"{kind}_attention")
+            if chosen is not None:
+                _check_choice(f"{kind}_attention", chosen, functions)
+                if kind not in variants.get(chosen).sublayers:
+                    raise ConfigError(f"model.{kind}_attention = {chosen!r}: that variant is for "
+                                      f"{list(variants.get(chosen).sublayers)} only")
         if self.attention == "local" and self.local_window <= 0:
             raise ConfigError("model.attention = 'local' needs model.local_window > 0 (the neighbourhood size r)")
         if self.attention == "grouped_query" and not (self.kv_heads and 1 < self.kv_heads < self.num_heads):
@@ -99,15 +101,19 @@ class ModelConfig:
         return 1 if self.attention == "multi_query" else (self.kv_heads or self.num_heads)
 
     def attention_function(self, kind: str) -> str:
-        """Registry function of one kind of sublayer (encoder_self, decoder_self, cross)."""
+        """Registry name of one kind of sublayer (encoder_self, decoder_self, cross): its own key if set,
+        else model.attention, else dot_product (an alias, or a variant that does not serve this sublayer,
+        e.g. relative positions in cross-attention, where two sequences have no distance)."""
         chosen = getattr(self, f"{kind}_attention")
         if chosen is not None:
             return chosen
-        if self.attention in ATTENTION_ALIASES:
+        if self.attention in ATTENTION_ALIASES or kind not in variants.get(self.attention).sublayers:
             return "dot_product"
-        if self.attention == "relative" and kind == "cross":
-            return "dot_product"  # relative positions between two sequences are undefined
         return self.attention
+
+    def attention_variant(self, kind: str) -> variants.AttentionVariant:
+        """The registry record of one kind of sublayer."""
+        return variants.get(self.attention_function(kind))
 
     @property
     def head_dim_k(self) -> int:

@@ -1,4 +1,4 @@
-"""Building blocks: shared embedding, positions, LayerNorm, position-wise FFN."""
+"""Building blocks: dropout, shared embedding, positions, LayerNorm, position-wise FFN."""
 from __future__ import annotations
 
 import flax.linen as nn
@@ -7,12 +7,24 @@ import jax.numpy as jnp
 from t2t_jax.model import positions as positions_lib
 from t2t_jax.model import precision
 from t2t_jax.model.config import ModelConfig
-from t2t_jax.model.dropout import Dropout
+from t2t_jax.model.dropout import apply_keep_mask, row_keep_mask
 
 
 def glorot_uniform(in_axis=0, out_axis=-1):
     """Glorot-uniform computed on the 2-D (fan_in, fan_out) view of a kernel."""
     return nn.initializers.variance_scaling(1.0, "fan_avg", "uniform", in_axis=in_axis, out_axis=out_axis)
+
+
+class Dropout(nn.Module):
+    """Residual / embedding / ReLU dropout with per-example masks (dropout.py); ``rows`` None = off."""
+
+    rate: float
+
+    @nn.compact
+    def __call__(self, x, rows):
+        if rows is None or self.rate == 0.0:
+            return x
+        return apply_keep_mask(x, row_keep_mask(self.make_rng("dropout"), rows, x.shape, self.rate), self.rate)
 
 
 class LayerNorm(nn.Module):

@@ -5,9 +5,6 @@ the special case of one segment per row.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
-
-import jax
 import jax.numpy as jnp
 
 NEG_INF = -1e9  # finite, so a fully masked (pad) query row gives a uniform, not NaN, softmax
@@ -41,36 +38,3 @@ def shift_right(targets, segments, start_id: int):
     shifted = jnp.pad(targets, ((0, 0), (1, 0)), constant_values=start_id)[:, :-1]
     previous_segment = jnp.pad(segments, ((0, 0), (1, 0)), constant_values=-1)[:, :-1]
     return jnp.where(segments != previous_segment, start_id, shifted)
-
-
-class DecodeStep(NamedTuple):
-    """Where one cached decoding step is.
-
-    Rows are grouped [batch, beam] (beam 1 = greedy). Self-attention caches hold ``length`` positions of
-    all ``beam`` hypotheses of a sentence, position-major (entry t * beam + k = position t of the
-    hypothesis that occupied beam slot k at step t), so beam search never moves cache contents: it only
-    updates ``ancestry`` [batch, beam, length]: for t <= index, the slot that holds position t of every
-    current hypothesis (at t = index its own slot; the decoder sets that column before each step).
-    """
-    index: jax.Array
-    length: int
-    beam: int = 1
-    ancestry: Optional[jax.Array] = None
-
-
-def cached_self_bias(step: DecodeStep, window: int = 0):
-    """[batch or 1, 1, beam, length * beam] float32 bias of one decoding step over a grouped cache."""
-    position = jnp.arange(step.length)
-    visible = position <= step.index
-    if window:
-        visible = visible & (position >= step.index - window)
-    if step.beam == 1:
-        return jnp.where(visible, 0.0, NEG_INF).astype(jnp.float32)[None, None, None, :]
-    allowed = visible[None, None, :, None] & (step.ancestry[..., None] == jnp.arange(step.beam))
-    batch = step.ancestry.shape[0]
-    return jnp.where(allowed, 0.0, NEG_INF).astype(jnp.float32).reshape(batch, 1, step.beam, -1)
-
-
-def cached_cross_bias(input_segments):
-    """[batch, 1, 1, source_len]: decoding queries are never padding, so only source padding is hidden."""
-    return jnp.where(input_segments != 0, 0.0, NEG_INF).astype(jnp.float32)[:, None, None, :]

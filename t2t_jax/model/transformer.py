@@ -12,12 +12,12 @@ from typing import Optional
 import flax.linen as nn
 import jax.numpy as jnp
 
-from t2t_jax.model import masks
+from t2t_jax.model import decode_cache, masks
 from t2t_jax.model.attention import MultiHeadAttention
 from t2t_jax.model.config import ModelConfig
-from t2t_jax.model.dropout import Dropout, dropout_rows
-from t2t_jax.model.layers import FeedForward, LayerNorm, PositionSignal, SharedEmbedding
-from t2t_jax.model.masks import DecodeStep
+from t2t_jax.model.dropout import dropout_rows
+from t2t_jax.model.layers import Dropout, FeedForward, LayerNorm, PositionSignal, SharedEmbedding
+from t2t_jax.model.decode_cache import DecodeStep
 
 
 class EncoderLayer(nn.Module):
@@ -91,8 +91,8 @@ class Decoder(nn.Module):
             self_bias = masks.attention_bias(segments, segments, causal=True, window=cfg.local_window)
             cross_bias = masks.attention_bias(segments, input_segments)
         else:
-            self_bias = masks.cached_self_bias(step, cfg.local_window)
-            cross_bias = masks.cached_cross_bias(input_segments)
+            self_bias = decode_cache.self_bias(step, cfg.local_window)
+            cross_bias = decode_cache.cross_bias(input_segments)
         for i in range(cfg.decoder_layers):
             y = DecoderLayer(cfg, name=f"layer_{i}")(y, encoded, self_bias, cross_bias, rows, step)
         if cfg.ln == "pre":
@@ -136,7 +136,7 @@ class Transformer(nn.Module):
         (pad at step 0) of each sentence's ``step.beam`` hypotheses, ``step.index`` the position being
         predicted; ``encoded`` / ``input_segments`` are per sentence ([batch, ...], never repeated per
         beam). Keys/values live in the mutable "cache" collection: self-attention in fixed buffers
-        written in place (see DecodeStep), cross-attention projected on the first step only."""
+        written in place, cross-attention projected on the first step only (layouts: decode_cache.py)."""
         tokens = tokens[:, None]
         segments = jnp.ones_like(tokens)
         positions = jnp.full_like(tokens, step.index)

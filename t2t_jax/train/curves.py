@@ -1,14 +1,14 @@
 """Training curves as a PNG (train/dev loss, dev BLEU, learning rate) from ``history.jsonl``."""
 from __future__ import annotations
 
+import io
 import json
 
-from t2t_jax.workdir import workdir_path
-import io
+from t2t_jax.workdir import Workdir
 
 
 def read_history(workdir) -> list[dict]:
-    path = workdir_path(workdir) / "history.jsonl"
+    path = Workdir(workdir).history
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
@@ -39,7 +39,7 @@ def plot_curves(workdir):
         axes[2].plot([h["step"] for h in bleu], [h["bleu"] for h in bleu], "o-")
         axes[2].set(xlabel="step", ylabel="sacreBLEU", title="dev BLEU")
     fig.tight_layout()
-    path = workdir_path(workdir) / "curves.png"
+    path = Workdir(workdir).curves
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=100)
     path.write_bytes(png.getvalue())

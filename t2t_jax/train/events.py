@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tempfile
 
-from t2t_jax.workdir import is_url, workdir_path
+from t2t_jax.workdir import Workdir, is_url, workdir_path
 
 SCALARS = ("loss", "nll", "ppl", "accuracy", "lr", "tokens_per_s", "bleu")
 
@@ -19,7 +19,7 @@ class EventLog:
 
     def __init__(self, workdir, enabled: bool = True):
         self.writer, self.staging = None, None
-        self.target = workdir_path(workdir) / "tensorboard"
+        self.target = Workdir(workdir).tensorboard
         if enabled:
             from tensorboardX import SummaryWriter
 

@@ -6,17 +6,18 @@ One command then goes from data to a report: ``final.average_last`` newest check
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import jax
 
 from t2t_jax.checkpoint.average import average_last, saved_steps
 from t2t_jax.data.sources import split_text
-from t2t_jax.decode.translate import load_for_inference, translate_texts
+from t2t_jax.decode.translate import DecodeStats, load_for_inference, translate_texts
 from t2t_jax.evaluate.report import write_report
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import ConfigError
 from t2t_jax.train import distributed
-from t2t_jax.workdir import workdir_path
+from t2t_jax.workdir import Workdir, workdir_path
 
 FINAL_BARRIER_SECONDS = 6 * 3600  # the others wait while process 0 averages (20 big checkpoints from a bucket)
 
@@ -45,29 +46,29 @@ def finish(config, workdir, log=print) -> dict:
             f"averaging {last}", flush=True)
     checkpoint, averaged = ("averaged", saved_steps(workdir)[-last:]) if last > 1 else ("latest", None)
     if last > 1 and lead:
-        average_last(workdir, last, workdir / "averaged", log=lambda *_: None)
-        log(f"averaged the checkpoints of steps {averaged} -> {workdir / 'averaged'}", flush=True)
+        average_last(workdir, last, Workdir(workdir).averaged, log=lambda *_: None)
+        log(f"averaged the checkpoints of steps {averaged} -> {Workdir(workdir).averaged}", flush=True)
     distributed.barrier("t2t_final_averaged", timeout_seconds=FINAL_BARRIER_SECONDS)
     reports = {}
     if splits:
-        cfg, params, tokenizer, _, step = load_for_inference(workdir, checkpoint)
+        model = load_for_inference(workdir, checkpoint)
     for split in splits:
         sources, references = split_text(config, split, log=log)
-        hypotheses, stats = decode_shared(sources, tokenizer, params, cfg, beam=config.final.beam,
+        hypotheses, stats = decode_shared(sources, model.tokenizer, model.params, model.cfg, beam=config.final.beam,
                                           alpha=config.final.alpha, log=log)
         name = f"{split}.{checkpoint}"
         report = write_report(hypotheses, references, stats, target_lang=config.data.target_lang,
-                              beam=config.final.beam, alpha=config.final.alpha, out_dir=workdir / "eval",
+                              beam=config.final.beam, alpha=config.final.alpha, out_dir=Workdir(workdir).eval,
                               name=name) if lead else None
         reports[split] = report
         if lead:
-            log(f"final {split} ({checkpoint}, step {step}, beam {config.final.beam}, alpha {config.final.alpha}): "
+            log(f"final {split} ({checkpoint}, step {model.step}, beam {config.final.beam}, alpha {config.final.alpha}): "
                 f"sacreBLEU {report['sacrebleu']['score']:.2f} ({report['sacrebleu']['signature']}) | paper BLEU "
                 f"{report['paper_bleu']['score']:.2f} | chrF {report['chrf']['score']:.2f} | length ratio "
-                f"{report['length_ratio']:.3f} -> {workdir / 'eval' / name}.md", flush=True)
+                f"{report['length_ratio']:.3f} -> {Workdir(workdir).eval / name}.md", flush=True)
     if lead:
         summary = {"checkpoint": checkpoint, "averaged_steps": averaged, "reports": reports}
-        (workdir / "final.json").write_text(json.dumps(summary, indent=2))
+        Workdir(workdir).final.write_text(json.dumps(summary, indent=2))
     return reports
 
 
@@ -75,13 +76,12 @@ def decode_shared(sources, tokenizer, params, cfg, *, beam, alpha=0.6, log=print
     """(hypotheses in input order, decode stats), identical on every process: process p of N decodes
     sentences p, p+N, ... on its own devices and the hypotheses are gathered."""
     count, index = jax.process_count(), jax.process_index()
-    results, stats = translate_texts(sources[index::count], tokenizer, params, cfg, beam=beam, alpha=alpha,
-                                     log=log)
-    shares = distributed.allgather_json({"hypotheses": [r[0][0] for r in results], "stats": stats})
+    mine = translate_texts(sources[index::count], tokenizer, params, cfg, beam=beam, alpha=alpha, log=log)
+    shares = distributed.allgather_json({"hypotheses": mine.best, "stats": dataclasses.asdict(mine.stats)})
     hypotheses = [""] * len(sources)
     for p, share in enumerate(shares):
         hypotheses[p::count] = share["hypotheses"]
-    stats = {"sentences": sum(s["stats"]["sentences"] for s in shares),
-             "tokens": sum(s["stats"]["tokens"] for s in shares),
-             "seconds": max(s["stats"]["seconds"] for s in shares)}  # the processes decode side by side
+    stats = DecodeStats(sentences=sum(s["stats"]["sentences"] for s in shares),
+                        tokens=sum(s["stats"]["tokens"] for s in shares),
+                        seconds=max(s["stats"]["seconds"] for s in shares))  # the processes decode side by side
     return hypotheses, stats

@@ -25,11 +25,8 @@ from t2t_jax.train.preemption import preemption_flag
 from t2t_jax.train.progress import Progress, format_duration
 from t2t_jax.train.state import create_state, make_optimizer, param_count
 from t2t_jax.train.watchdog import Watchdog
-from t2t_jax.workdir import append_text, check_workdir, workdir_path
-
-
-class NonFiniteLoss(RuntimeError):
-    pass
+from t2t_jax.errors import NonFiniteLoss
+from t2t_jax.workdir import Workdir, append_text, check_workdir, workdir_path
 
 
 # The checkpoint's JSON item holds every process's iterator state (a list in process order, gathered at the
@@ -52,7 +49,7 @@ def evaluate(launcher, params, batches) -> dict:
 def _restore_or_init(config, cfg, tx, launcher, checkpointer, data, say):
     """(state placed for the launcher, first step, training seconds already spent): the newest readable
     checkpoint, else a fresh state."""
-    saved_config = checkpointer.workdir / "config.json"
+    saved_config = Workdir(checkpointer.workdir).config
     if checkpointer.latest.all_steps() and saved_config.exists():  # before restoring: shapes may differ
         check_compatible(json.loads(saved_config.read_text()), config.to_dict())
     fresh = create_state(cfg, tx, config.train.seed)
@@ -95,7 +92,7 @@ def train(config, workdir: str, printer=print) -> dict:
     checkpointer = Checkpointer(workdir, keep=ck.keep, async_save=ck.async_save, log=say)
     state, start, spent = _restore_or_init(config, cfg, tx, launcher, checkpointer, data, say)
     if lead:
-        (workdir / "config.json").write_text(config.to_json_best_effort(indent=2))
+        Workdir(workdir).config.write_text(config.to_json_best_effort(indent=2))
     say(f"model: {param_count(launcher.get_state(state).params):,} params | devices: {launcher.device_count} "
         f"({config.parallel.launcher}, {jax.process_count()} process(es)) | steps: {start}->{config.train.steps}",
         flush=True)
@@ -195,7 +192,7 @@ def dev_bleu(config, cfg, params, data, say) -> tuple[float, str]:
     hypotheses, stats = decode_shared(sources, data.tokenizer, params, cfg, beam=config.train.bleu_beam, log=say)
     bleu = sacre_bleu(hypotheses, references)
     say(f"dev BLEU {bleu['score']:.2f} on {count} sentences ({bleu['signature']}) | decoded in "
-        f"{stats['seconds']:.0f}s", flush=True)
+        f"{stats.seconds:.0f}s", flush=True)
     samples = [f"src: {sources[i]}\n  hyp: {hypotheses[i]}\n  ref: {references[i]}" for i in range(min(3, count))]
     for sample in samples[:2]:
         say(f"  {sample}", flush=True)
@@ -217,8 +214,8 @@ def _summarize_run(workdir, step, start, started, history, state, say, stopped):
                "params": param_count(state.params),
                "final_eval": evals[-1] if evals else None, "history": history}
     if jax.process_index() == 0:
-        append_text(workdir / "history.jsonl", "".join(json.dumps(entry) + "\n" for entry in history))
-        (workdir / "summary.json").write_text(json.dumps(summary, indent=2))
+        append_text(Workdir(workdir).history, "".join(json.dumps(entry) + "\n" for entry in history))
+        Workdir(workdir).summary.write_text(json.dumps(summary, indent=2))
         plot_curves(workdir)
     last = f" | eval loss {evals[-1]['loss']:.4f} | eval acc {evals[-1]['accuracy']:.4f}" if evals else ""
     say(f"done: step {step} in {format_duration(wall)}{last} | summary in {workdir / 'summary.json'}", flush=True)

@@ -21,7 +21,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import ConfigError
 from t2t_jax.train.step import eval_step, train_step
 
 AXIS = "data"

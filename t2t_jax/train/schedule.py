@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from t2t_jax.model.config import ConfigError
+from t2t_jax.errors import ConfigError
 
 
 def _factors(constant: float, warmup_steps: int, d_model: int):

@@ -31,6 +31,10 @@ def _logits(model, params, batch, deterministic, rng=None):
 
 
 def _weights(batch, pad_id):
+    """1.0 on real target tokens: a packed batch marks them by segment id (padding is segment 0, whatever
+    the pad id; the packer pads with zeros), an unpacked one by model.pad_id."""
+    if "targets_segmentation" in batch:
+        return (batch["targets_segmentation"] != 0).astype(jnp.float32)
     return (batch["targets"] != pad_id).astype(jnp.float32)
 
 
