@@ -11,7 +11,8 @@ from t2t_jax.data.pipeline import InMemoryExamples, PackedTrainBatches, eval_bat
 from t2t_jax.data.inputs import make_data
 from t2t_jax.errors import DataError
 from t2t_jax.data.text import read_parallel
-from t2t_jax.data.tokenizer import EOS_ID, train_tokenizer
+from t2t_jax.data.tokenizer import train_tokenizer
+from t2t_jax.special_ids import DEFAULT as IDS
 from t2t_jax.model import Transformer
 from t2t_jax.errors import ConfigError
 
@@ -22,7 +23,7 @@ needs_shared_data = pytest.mark.skipif(not (SHARED_DATA / "multi30k").is_dir(),
 
 def random_examples(count, seed=0, low=2, high=9, vocab=40):
     rng = np.random.default_rng(seed)
-    make = lambda: np.append(rng.integers(3, vocab, rng.integers(low, high)), EOS_ID).astype(np.int32)  # noqa: E731
+    make = lambda: np.append(rng.integers(3, vocab, rng.integers(low, high)), IDS.eos).astype(np.int32)  # noqa: E731
     return [make() for _ in range(count)], [make() for _ in range(count)]
 
 
@@ -86,7 +87,7 @@ def test_tokenizer_round_trip_german():
     tokenizer = train_tokenizer(text + ["Äpfel, Öl, Übung, süß, weiß"] * 5, vocab_size=120)
     for sentence in ["Die Straße ist groß.", "Äpfel, Öl, Übung, süß, weiß", "Fußball über Mädchen"]:
         ids = tokenizer.encode(sentence)
-        assert ids[-1] == EOS_ID and 0 not in ids
+        assert ids[-1] == IDS.eos and 0 not in ids
         assert tokenizer.decode(ids) == sentence
 
 

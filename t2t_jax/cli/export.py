@@ -29,6 +29,7 @@ def main(argv=None):
     from t2t_jax.export.flat import save_flat
     from t2t_jax.export.marian import export_marian
     from t2t_jax.export.output import check_output_dir, finish_output, staging_dir
+    from t2t_jax.export.support import check_exportable
     from t2t_jax.export.torch_export import export_torch
     from t2t_jax.model.config import ModelConfig
 
@@ -36,10 +37,7 @@ def main(argv=None):
     try:
         config = json.loads(Workdir(workdir).config.read_text())
         cfg = ModelConfig.from_mapping(config["model"])
-        if args.format == "hf-marian":
-            from t2t_jax.export.marian import check_exportable
-
-            check_exportable(cfg)  # refuse before reading any checkpoint
+        check_exportable(cfg, args.format)  # refuse before reading any checkpoint
         out = check_output_dir(args.out, kind=args.format, workdir=workdir, overwrite=args.overwrite)
         step, params = load_params(workdir, args.checkpoint)
         spm = Workdir(workdir).vocabulary

@@ -15,31 +15,10 @@ import shutil
 
 import numpy as np
 
-from t2t_jax.errors import ExportError
+from t2t_jax.export.support import check_exportable
 from t2t_jax.model.config import ModelConfig
 
 MARIAN_LN_EPSILON = 1e-5
-
-
-def check_exportable(cfg: ModelConfig) -> None:
-    reasons = []
-    if cfg.ln != "post":
-        reasons.append("pre-LN (Marian is post-LN only)")
-    if cfg.positions != "sinusoidal":
-        reasons.append(f"positions={cfg.positions!r} (Marian recomputes the paper's sinusoids on load)")
-    from t2t_jax.model.config import ATTENTION_KINDS
-
-    if any(cfg.attention_function(kind) != "dot_product" for kind in ATTENTION_KINDS) or cfg.local_window:
-        reasons.append(f"attention={cfg.attention!r} (Marian has plain dot-product attention only)")
-    if cfg.key_value_heads != cfg.num_heads:
-        reasons.append("fewer key/value heads than query heads")
-    if cfg.head_dim_k * cfg.num_heads != cfg.d_model or cfg.head_dim_v * cfg.num_heads != cfg.d_model:
-        reasons.append("d_k or d_v other than d_model / heads")
-    if cfg.d_model % 2:
-        reasons.append("odd d_model")
-    if reasons:
-        raise ExportError("cannot export to hf-marian: " + "; ".join(reasons) +
-                          ". Use --format torch (mirrors every option) or safetensors.")
 
 
 def channel_permutation(d_model: int) -> np.ndarray:
@@ -121,7 +100,7 @@ def marian_config(cfg: ModelConfig) -> dict:
 def export_marian(params, cfg: ModelConfig, out_dir, spm_path=None) -> pathlib.Path:
     """Write a directory MarianMTModel / MarianTokenizer load offline. Nothing is written on refusal (the
     command stages the directory and moves it into place: export/output.py)."""
-    check_exportable(cfg)
+    check_exportable(cfg, "hf-marian")
     from safetensors.numpy import save_file
 
     out_dir = pathlib.Path(out_dir)

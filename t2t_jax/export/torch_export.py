@@ -6,6 +6,7 @@ import shutil
 
 import numpy as np
 
+from t2t_jax.export.support import check_exportable
 from t2t_jax.model.config import ModelConfig
 from t2t_jax.workdir import Workdir
 
@@ -49,6 +50,7 @@ def to_torch_state(params, cfg: ModelConfig) -> dict[str, np.ndarray]:
 def export_torch(params, cfg: ModelConfig, out_dir, spm_path=None) -> pathlib.Path:
     import torch
 
+    check_exportable(cfg, "torch")
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     state = {k: torch.from_numpy(v) for k, v in to_torch_state(params, cfg).items()}
