@@ -7,9 +7,11 @@ a fixed, comparable amount of work. Uncached = re-running the whole decoder on t
 All modes compute in float32 (as HF on CPU) except ``beam4_cached_bf16``: the same float32 weights with
 bfloat16 matmul inputs and float32 accumulation, the compute dtype of the project's training recipes.
 """
+
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import pathlib
 import sys
@@ -22,7 +24,7 @@ import numpy as np  # noqa: E402
 
 from bench.memory import peak_memory  # noqa: E402
 from bench.train_step import SIZES, model_config  # noqa: E402
-from t2t_jax.decode.decoder import translate_uncached, translate_ids  # noqa: E402
+from t2t_jax.decode.decoder import translate_ids, translate_uncached  # noqa: E402
 from t2t_jax.train.state import init_params  # noqa: E402
 
 
@@ -55,8 +57,14 @@ def hf_generate(params, cfg, src, max_new_tokens, dtype="float32"):
 
     def run():
         with torch.no_grad():
-            out = model.generate(input_ids=inputs, attention_mask=inputs != 0, num_beams=4, do_sample=False,
-                                 max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens)
+            out = model.generate(
+                input_ids=inputs,
+                attention_mask=inputs != 0,
+                num_beams=4,
+                do_sample=False,
+                max_new_tokens=max_new_tokens,
+                min_new_tokens=max_new_tokens,
+            )
         tokens = out[:, 1:].numpy()
         return np.pad(tokens, ((0, 0), (0, 0)))[:, None], None
 
@@ -77,19 +85,29 @@ def main():
         params = init_params(cfg, seed=0)
         for batch in map(int, args.batches.split(",")):
             src = np.random.default_rng(0).integers(3, cfg.vocab_size, (batch, args.source_length)).astype(np.int32)
-            runs = [("greedy_cached", lambda: translate_ids(params, src, cfg=cfg, beam=1)),
-                    ("beam4_cached", lambda: translate_ids(params, src, cfg=cfg, beam=4)),
-                    ("beam4_cached_bf16", lambda: translate_ids(params, src, cfg=cfg_bf16, beam=4))]
+            runs = [
+                ("greedy_cached", functools.partial(translate_ids, params, src, cfg=cfg, beam=1)),
+                ("beam4_cached", functools.partial(translate_ids, params, src, cfg=cfg, beam=4)),
+                ("beam4_cached_bf16", functools.partial(translate_ids, params, src, cfg=cfg_bf16, beam=4)),
+            ]
             if batch == 1 or name == "tiny":
-                runs.append(("greedy_uncached", lambda: translate_uncached(params, src, cfg=cfg)))
+                runs.append(("greedy_uncached", functools.partial(translate_uncached, params, src, cfg=cfg)))
             if not args.no_hf:
                 runs.append(("hf_marian_beam4", hf_generate(params, cfg, src, args.source_length + 50)))
-                runs.append(("hf_marian_beam4_bf16", hf_generate(params, cfg, src, args.source_length + 50, "bfloat16")))
+                runs.append(
+                    ("hf_marian_beam4_bf16", hf_generate(params, cfg, src, args.source_length + 50, "bfloat16"))
+                )
             for label, fn in runs:
                 seconds, (tokens, _) = timed(fn)
                 generated = int((np.asarray(tokens)[:, 0] != 0).sum())
-                entry = {"size": name, "batch": batch, "mode": label, "seconds": seconds,
-                         "sentences_per_s": batch / seconds, "target_tokens_per_s": generated / seconds}
+                entry = {
+                    "size": name,
+                    "batch": batch,
+                    "mode": label,
+                    "seconds": seconds,
+                    "sentences_per_s": batch / seconds,
+                    "target_tokens_per_s": generated / seconds,
+                }
                 report["results"].append(entry)
                 print(json.dumps(entry), file=sys.stderr, flush=True)
     report["memory"] = peak_memory()

@@ -7,6 +7,7 @@ compiled run in the same process. Prints JSON.
 raised), the comparison for the phased caches. Real outputs end early, unlike bench/decode.py's random
 weights, so this shows what phases and compile time mean for an evaluation.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,13 +35,22 @@ def main():
         decode_cache.PHASE_MIN_BYTES = float("inf")
     model = load_for_inference(args.workdir, args.checkpoint)
     texts = read_lines(args.input)
-    report = {"workdir": args.workdir, "checkpoint": args.checkpoint, "step": model.step, "dtype": model.cfg.dtype,
-              "sentences": len(texts), "beam": args.beam, "single_loop": args.single_loop, "runs": []}
+    report = {
+        "workdir": args.workdir,
+        "checkpoint": args.checkpoint,
+        "step": model.step,
+        "dtype": model.cfg.dtype,
+        "sentences": len(texts),
+        "beam": args.beam,
+        "single_loop": args.single_loop,
+        "runs": [],
+    }
     outputs = []
     for _ in range(2):
         start = time.perf_counter()
-        translations = translate_texts(texts, model.tokenizer, model.params, model.cfg, beam=args.beam,
-                                       log=lambda *_: None)
+        translations = translate_texts(
+            texts, model.tokenizer, model.params, model.cfg, beam=args.beam, log=lambda *_: None
+        )
         report["runs"].append({"seconds": time.perf_counter() - start, "target_tokens": translations.stats.tokens})
         outputs.append(translations.best)
     report["runs_agree"] = outputs[0] == outputs[1]

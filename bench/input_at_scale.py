@@ -14,6 +14,7 @@ slice and the news tests of ``../shared/data`` (never committed), then, each in 
   * input: batches/s of the training input alone at the base geometry against the base model step's demand
     (bench/results/run_all_cpu2.json: base bf16 target tokens/s on this machine), and the packing fill rate.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,11 +29,22 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = pathlib.Path(os.environ.get("T2T_DATA_DIR", ROOT.parent / "shared" / "data"))
-TINY = ["--config.model.d_model=64", "--config.model.num_heads=4", "--config.model.d_ff=128",
-        "--config.model.encoder_layers=1", "--config.model.decoder_layers=1", "--config.train.log_every=1",
-        "--config.train.eval_every=1000", "--config.train.bleu_every=0", "--config.final.average_last=1",
-        "--config.final.splits=", "--config.checkpoint.every_steps=2", "--config.train.tensorboard=False",
-        "--config.model.vocab_size=8000", "--config.data.batch_tokens=4096"]  # the step's own memory stays small
+TINY = [
+    "--config.model.d_model=64",
+    "--config.model.num_heads=4",
+    "--config.model.d_ff=128",
+    "--config.model.encoder_layers=1",
+    "--config.model.decoder_layers=1",
+    "--config.train.log_every=1",
+    "--config.train.eval_every=1000",
+    "--config.train.bleu_every=0",
+    "--config.final.average_last=1",
+    "--config.final.splits=",
+    "--config.checkpoint.every_steps=2",
+    "--config.train.tensorboard=False",
+    "--config.model.vocab_size=8000",
+    "--config.data.batch_tokens=4096",
+]  # the step's own memory stays small
 VOCAB_OVERRIDE = "--config.model.vocab_size={}"
 
 
@@ -55,17 +67,25 @@ def write_corpus(prefix: pathlib.Path, count: int) -> None:
             de.write(german + "\n")
 
 
-RSS_PROBE = ("import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
-             "print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, flush=True); "
-             "sys.exit(code)")
+RSS_PROBE = (
+    "import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
+    "print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, flush=True); "
+    "sys.exit(code)"
+)
 
 
 def run(command, env=None):
     """(seconds, seconds to the first 'step ' line or None, peak RSS GB, output).  The command runs under a
     fresh probe process, whose children's ru_maxrss is the largest single process of the command's tree."""
     start = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-c", RSS_PROBE, *command], cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})})
+    process = subprocess.Popen(
+        [sys.executable, "-c", RSS_PROBE, *command],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     first_step, lines, peak = None, [], None
     for line in process.stdout:
         if line.startswith("PEAK_RSS_KB "):
@@ -83,8 +103,13 @@ def run(command, env=None):
 
 def text_config(prefix) -> list[str]:
     dev = DATA / "wmt14" / "en-de" / "newstest2013"
-    return ["--config", "experiments/base.py", "--config.data.dataset=parallel_text",
-            f"--config.data.train_prefix={prefix}", f"--config.data.validation_prefix={dev}"]
+    return [
+        "--config",
+        "experiments/base.py",
+        "--config.data.dataset=parallel_text",
+        f"--config.data.train_prefix={prefix}",
+        f"--config.data.validation_prefix={dev}",
+    ]
 
 
 def measure_input(config_args, workdir, batches: int) -> dict:
@@ -97,7 +122,8 @@ def measure_input(config_args, workdir, batches: int) -> dict:
         "    b = next(d.train); real += int((b['targets'] != 0).sum()); slots += b['targets'].size\n"
         "t = time.perf_counter() - s\n"
         f"print(json.dumps({{'batches_per_s': {batches} / t, 'target_tokens_per_s': real / t,"
-        " 'fill': real / slots, 'shape': list(b['targets'].shape)}))\n")
+        " 'fill': real / slots, 'shape': list(b['targets'].shape)}))\n"
+    )
     return json.loads(run([sys.executable, "-c", code])[3].strip().splitlines()[-1])
 
 
@@ -107,10 +133,18 @@ def base_demand() -> float:
 
 
 def learn_vocabulary(config, directory) -> dict:
-    seconds, _, rss, _ = run([sys.executable, "-c", (
-        "from etils import epath; from t2t_jax.config import load_config; from t2t_jax.data.preprocess import "
-        f"_vocabulary\nc = load_config('experiments/base.py', {config[2:]!r}); d = epath.Path({str(directory)!r})\n"
-        "d.mkdir(parents=True); _vocabulary(c, None, d, print)")])
+    seconds, _, rss, _ = run(
+        [
+            sys.executable,
+            "-c",
+            (
+                "from etils import epath; from t2t_jax.config import load_config; from t2t_jax.data.preprocess import "
+                f"_vocabulary\nc = load_config('experiments/base.py', {config[2:]!r}); "
+                f"d = epath.Path({str(directory)!r})\n"
+                "d.mkdir(parents=True); _vocabulary(c, None, d, print)"
+            ),
+        ]
+    )
     return {"seconds": round(seconds, 1), "peak_rss_gb": rss}
 
 
@@ -127,27 +161,53 @@ def one_size(pairs: int, root: pathlib.Path, vocabulary, batches: int, last: boo
         result["vocabulary_base_37000"] = learn_vocabulary(config, root / "vocab37000")
     tokenized = root / f"tok{pairs}"
     config = config + [VOCAB_OVERRIDE.format(8000)]
-    seconds, _, rss, _ = run([sys.executable, "-m", "t2t_jax.preprocess", *config, "--out", str(tokenized),
-                              "--vocabulary", str(vocabulary)])
-    result["preprocess"] = {"seconds": round(seconds, 1), "pairs_per_s": round(pairs / seconds),
-                            "peak_rss_gb": rss, "workers": os.cpu_count()}
+    seconds, _, rss, _ = run(
+        [sys.executable, "-m", "t2t_jax.preprocess", *config, "--out", str(tokenized), "--vocabulary", str(vocabulary)]
+    )
+    result["preprocess"] = {
+        "seconds": round(seconds, 1),
+        "pairs_per_s": round(pairs / seconds),
+        "peak_rss_gb": rss,
+        "workers": os.cpu_count(),
+    }
     workdir = root / f"run{pairs}"
-    train = [sys.executable, "-m", "t2t_jax.cli.train", *config, "--workdir", str(workdir), *TINY,
-             f"--config.data.tokenized_dir={tokenized}"]
+    train = [
+        sys.executable,
+        "-m",
+        "t2t_jax.cli.train",
+        *config,
+        "--workdir",
+        str(workdir),
+        *TINY,
+        f"--config.data.tokenized_dir={tokenized}",
+    ]
     for name, steps in (("train_fresh", 2), ("train_resume", 4)):
         seconds, first, rss, output = run(train + [f"--config.train.steps={steps}"])
         assert name == "train_fresh" or "resumed from the checkpoint at step 2" in output, output[-2000:]
         result[name] = {"seconds_to_first_step": round(first, 1), "seconds": round(seconds, 1), "peak_rss_gb": rss}
     inputs = measure_input(config + [f"--config.data.tokenized_dir={tokenized}"], workdir, batches)
     demand = base_demand()
-    result["input"] = {**inputs, "base_step_target_tokens_per_s": demand,
-                       "times_base_step_demand": round(inputs["target_tokens_per_s"] / demand, 1)}
+    result["input"] = {
+        **inputs,
+        "base_step_target_tokens_per_s": demand,
+        "times_base_step_demand": round(inputs["target_tokens_per_s"] / demand, 1),
+    }
     return result, vocabulary
 
 
 def multi30k_baseline(root: pathlib.Path) -> dict:
-    train = [sys.executable, "-m", "t2t_jax.cli.train", "--config", "experiments/multi30k.py", "--workdir",
-             str(root / "m30k"), f"--config.data.data_dir={DATA}", *TINY, "--config.data.max_length=256"]
+    train = [
+        sys.executable,
+        "-m",
+        "t2t_jax.cli.train",
+        "--config",
+        "experiments/multi30k.py",
+        "--workdir",
+        str(root / "m30k"),
+        f"--config.data.data_dir={DATA}",
+        *TINY,
+        "--config.data.max_length=256",
+    ]
     out = {}
     for name, steps in (("train_fresh", 2), ("train_resume", 4)):
         seconds, first, rss, _ = run(train + [f"--config.train.steps={steps}"])

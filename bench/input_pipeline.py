@@ -5,6 +5,7 @@
 Compared with the tiny-config train step (bench/train_step.py: 32x64 target slots per step), the
 pipeline must produce batches at least 5x faster than the step consumes them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,12 +40,22 @@ def main():
             tokens += int((batch["targets"] != 0).sum())
         seconds = time.perf_counter() - start
     batches_per_s = args.batches / seconds
-    print(json.dumps({
-        "dataset": "multi30k en-de", "batch_shape": list(batch["targets"].shape),
-        "setup_seconds_tokenizer_and_encoding": setup, "batches_per_s": batches_per_s,
-        "target_tokens_per_s": tokens / seconds, "packing_efficiency": tokens / (args.batches * batch["targets"].size),
-        "tiny_train_step_batches_per_s": 1 / TINY_STEP_SECONDS,
-        "headroom_vs_tiny_step": batches_per_s * TINY_STEP_SECONDS, "memory": peak_memory()}, indent=2))
+    print(
+        json.dumps(
+            {
+                "dataset": "multi30k en-de",
+                "batch_shape": list(batch["targets"].shape),
+                "setup_seconds_tokenizer_and_encoding": setup,
+                "batches_per_s": batches_per_s,
+                "target_tokens_per_s": tokens / seconds,
+                "packing_efficiency": tokens / (args.batches * batch["targets"].size),
+                "tiny_train_step_batches_per_s": 1 / TINY_STEP_SECONDS,
+                "headroom_vs_tiny_step": batches_per_s * TINY_STEP_SECONDS,
+                "memory": peak_memory(),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """Peak memory of the running benchmark: process RSS (CPU) and, where the backend reports it, device memory."""
+
 from __future__ import annotations
 
 import resource

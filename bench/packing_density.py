@@ -6,10 +6,11 @@
 Why: a recipe's ``data.batch_tokens`` counts token *slots* (rows x length); §5.1's ~25k tokens per side are
 real tokens, so the slots per batch should be the target divided by this fill.
 """
+
 import argparse
 import json
-import sys
 import os
+import sys
 
 import numpy as np
 
@@ -31,16 +32,28 @@ def main():
     tokenizer = train_tokenizer(sources + targets, vocab_size=args.vocab)
     src, tgt = tokenizer.encode_batch(sources), tokenizer.encode_batch(targets)
     keep = [i for i in range(len(src)) if len(src[i]) <= args.length and len(tgt[i]) <= args.length]
-    batches = PackedTrainBatches([src[i] for i in keep], [tgt[i] for i in keep], rows=args.rows,
-                                 length=args.length, seed=0)
-    counts = np.asarray([[(b["inputs"] != 0).sum(), (b["targets"] != 0).sum()]
-                         for b in (next(batches) for _ in range(args.batches))], np.float64)
+    batches = PackedTrainBatches(
+        [src[i] for i in keep], [tgt[i] for i in keep], rows=args.rows, length=args.length, seed=0
+    )
+    counts = np.asarray(
+        [[(b["inputs"] != 0).sum(), (b["targets"] != 0).sum()] for b in (next(batches) for _ in range(args.batches))],
+        np.float64,
+    )
     slots = args.rows * args.length
-    print(json.dumps({"prefix": args.prefix, "vocab": args.vocab, "pairs": len(keep), "slots_per_side": slots,
-                      "source_tokens_per_batch": round(float(counts[:, 0].mean())),
-                      "target_tokens_per_batch": round(float(counts[:, 1].mean())),
-                      "source_fill": round(float(counts[:, 0].mean()) / slots, 3),
-                      "target_fill": round(float(counts[:, 1].mean()) / slots, 3)}))
+    print(
+        json.dumps(
+            {
+                "prefix": args.prefix,
+                "vocab": args.vocab,
+                "pairs": len(keep),
+                "slots_per_side": slots,
+                "source_tokens_per_batch": round(float(counts[:, 0].mean())),
+                "target_tokens_per_batch": round(float(counts[:, 1].mean())),
+                "source_fill": round(float(counts[:, 0].mean()) / slots, 3),
+                "target_fill": round(float(counts[:, 1].mean()) / slots, 3),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

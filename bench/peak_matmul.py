@@ -5,6 +5,7 @@
 float32 × float32 and bfloat16 inputs with float32 accumulation (what bf16 training runs), square n×n
 matmuls, best of ``repeats`` timed calls after a warm-up.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,12 @@ def matmul_rate(n: int, dtype, repeats: int) -> float:
 
 
 def measure(size: int = 2048, repeats: int = 10) -> dict:
-    return {"size": size, "float32_gflops_per_s": matmul_rate(size, jnp.float32, repeats),
-            "bfloat16_gflops_per_s": matmul_rate(size, jnp.bfloat16, repeats), "backend": jax.default_backend()}
+    return {
+        "size": size,
+        "float32_gflops_per_s": matmul_rate(size, jnp.float32, repeats),
+        "bfloat16_gflops_per_s": matmul_rate(size, jnp.bfloat16, repeats),
+        "backend": jax.default_backend(),
+    }
 
 
 def main():

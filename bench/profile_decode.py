@@ -9,6 +9,7 @@ each op by its ``op_name`` in the compiled HLO (a fusion without one: its last o
 op durations per step; XLA:CPU may run one op on both threads (two events), so the sum can exceed
 ``wall_ms_per_step`` (the profiled run's wall time per step, profiler overhead included).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,10 +35,16 @@ from t2t_jax.decode.decoder import translate_ids  # noqa: E402
 from t2t_jax.train.state import init_params  # noqa: E402
 
 RUNTIME_EVENTS = ("ThunkExecutor", "SlinkyThreadPool", "$")
-GROUPS = [("output projection (logits)", r"embed\.attend"), ("self-attention", r"self_attn\._attend_cached"),
-          ("cross-attention", r"cross_attn\._attend_cached"), ("cache writes", r"_self_cache|_cross_cache"),
-          ("feed-forward", r"/ffn/"), ("attention projections", r"_attn/(query|key|value|out)?/?btd|bthk,hkd"),
-          ("layer norms", r"/ln_"), ("search (top-k, bookkeeping) and other", r"")]
+GROUPS = [
+    ("output projection (logits)", r"embed\.attend"),
+    ("self-attention", r"self_attn\._attend_cached"),
+    ("cross-attention", r"cross_attn\._attend_cached"),
+    ("cache writes", r"_self_cache|_cross_cache"),
+    ("feed-forward", r"/ffn/"),
+    ("attention projections", r"_attn/(query|key|value|out)?/?btd|bthk,hkd"),
+    ("layer norms", r"/ln_"),
+    ("search (top-k, bookkeeping) and other", r""),
+]
 
 
 def op_names(hlo: str) -> dict:
@@ -85,9 +92,21 @@ def main():
         op = names.get(event["name"], "")
         group = next(label for label, pattern in GROUPS if re.search(pattern, op))
         per_group[group] += event["dur"] / 1000 / steps
-    print(json.dumps({"size": args.size, "batch": args.batch, "beam": args.beam, "dtype": args.dtype,
-                      "steps": steps, "wall_ms_per_step": 1000 * wall / steps, "threads": len(threads),
-                      "op_ms_per_step": {k: round(v, 3) for k, v in per_group.most_common()}}, indent=2))
+    print(
+        json.dumps(
+            {
+                "size": args.size,
+                "batch": args.batch,
+                "beam": args.beam,
+                "dtype": args.dtype,
+                "steps": steps,
+                "wall_ms_per_step": 1000 * wall / steps,
+                "threads": len(threads),
+                "op_ms_per_step": {k: round(v, 3) for k, v in per_group.most_common()},
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

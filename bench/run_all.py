@@ -7,6 +7,7 @@ Face MarianMTModel.generate (bench/decode.py); and the input pipeline's headroom
 step (bench/input_pipeline.py, needs $T2T_DATA_DIR). On an accelerator ``--nominal-peak-tflops`` adds MFU
 against the chip's data-sheet bf16 peak.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,14 @@ HERE = pathlib.Path(__file__).resolve().parent
 def run(script: str, *args: str, env: dict | None = None) -> dict:
     """The JSON a benchmark prints on stdout (progress goes to stderr, shown as it comes)."""
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, str(HERE / script), *args], stdout=subprocess.PIPE, text=True,
-                         cwd=HERE.parent, check=True, env={**os.environ, **(env or {})}).stdout
+    out = subprocess.run(
+        [sys.executable, str(HERE / script), *args],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=HERE.parent,
+        check=True,
+        env={**os.environ, **(env or {})},
+    ).stdout
     result = json.loads(out)
     result["benchmark_seconds"] = time.perf_counter() - start
     print(f"[run_all] {script} done in {result['benchmark_seconds']:.0f}s", file=sys.stderr, flush=True)
@@ -38,10 +45,12 @@ def train_summary(train: dict, peak: dict, nominal_tflops: float | None) -> dict
         rows = {}
         for dtype in ("float32", "bfloat16"):
             jax_entry = entry[f"jax_{dtype}"]
-            rows[dtype] = {"target_tokens_per_s": jax_entry["target_tokens_per_s"],
-                           "gflops_per_s": jax_entry["gflops_per_s"],
-                           "mfu_vs_measured_peak": jax_entry["gflops_per_s"] / peak[f"{dtype}_gflops_per_s"],
-                           "ratio_to_torch_f32": jax_entry.get("ratio_to_torch_f32")}
+            rows[dtype] = {
+                "target_tokens_per_s": jax_entry["target_tokens_per_s"],
+                "gflops_per_s": jax_entry["gflops_per_s"],
+                "mfu_vs_measured_peak": jax_entry["gflops_per_s"] / peak[f"{dtype}_gflops_per_s"],
+                "ratio_to_torch_f32": jax_entry.get("ratio_to_torch_f32"),
+            }
             if nominal_tflops:
                 rows[dtype]["mfu_vs_nominal_bf16_peak"] = jax_entry["gflops_per_s"] / (1000 * nominal_tflops)
         if "torch_float32" in entry:
@@ -56,14 +65,17 @@ def decode_summary(decode: dict) -> dict:
     for (size, batch, mode), r in by_key.items():
         row = summary.setdefault(f"{size}_batch{batch}", {})
         row[f"{mode}_sentences_per_s"] = r["sentences_per_s"]
-    for key, row in summary.items():
+    for row in summary.values():
         if "hf_marian_beam4_sentences_per_s" in row:
             row["beam4_vs_hf"] = row["beam4_cached_sentences_per_s"] / row["hf_marian_beam4_sentences_per_s"]
         if "hf_marian_beam4_bf16_sentences_per_s" in row:
-            row["beam4_bf16_vs_hf_bf16"] = (row["beam4_cached_bf16_sentences_per_s"]
-                                            / row["hf_marian_beam4_bf16_sentences_per_s"])
+            row["beam4_bf16_vs_hf_bf16"] = (
+                row["beam4_cached_bf16_sentences_per_s"] / row["hf_marian_beam4_bf16_sentences_per_s"]
+            )
         if "greedy_uncached_sentences_per_s" in row:
-            row["cached_vs_uncached_greedy"] = row["greedy_cached_sentences_per_s"] / row["greedy_uncached_sentences_per_s"]
+            row["cached_vs_uncached_greedy"] = (
+                row["greedy_cached_sentences_per_s"] / row["greedy_uncached_sentences_per_s"]
+            )
     return summary
 
 
@@ -91,9 +103,11 @@ def main():
         pipeline = run("input_pipeline.py", env={"T2T_DATA_DIR": data_dir})
         consumed = train["results"]["tiny"]["jax_bfloat16"]["target_tokens_per_s"]
         document["input_pipeline"] = {
-            "target_tokens_per_s": pipeline["target_tokens_per_s"], "batches_per_s": pipeline["batches_per_s"],
+            "target_tokens_per_s": pipeline["target_tokens_per_s"],
+            "batches_per_s": pipeline["batches_per_s"],
             "packing_efficiency": pipeline["packing_efficiency"],
-            "headroom_vs_tiny_bf16_train_step": pipeline["target_tokens_per_s"] / consumed}
+            "headroom_vs_tiny_bf16_train_step": pipeline["target_tokens_per_s"] / consumed,
+        }
         document["memory"]["input_pipeline"] = pipeline["memory"]
         document["raw"]["input_pipeline"] = pipeline
     text = json.dumps(document, indent=2)

@@ -6,6 +6,7 @@ Reports target tokens/s, seconds/step and model GFLOP/s (analytic: 3x forward
 matmul FLOPs incl. attention and the output projection) for float32 and
 bfloat16 compute, and the ratio to torch.nn.Transformer (float32).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,8 @@ from bench.memory import peak_memory  # noqa: E402
 from t2t_jax.config import default_config  # noqa: E402
 from t2t_jax.model import ModelConfig, Transformer  # noqa: E402
 from t2t_jax.model.flops import train_step_flops  # noqa: E402
-from t2t_jax.train.state import create_state, make_optimizer  # noqa: E402
 from t2t_jax.train.parallel import make_launcher  # noqa: E402
+from t2t_jax.train.state import create_state, make_optimizer  # noqa: E402
 from t2t_jax.train.step import jit_train_step  # noqa: E402
 
 SIZES = {
@@ -39,9 +40,16 @@ SIZES = {
 
 
 def model_config(size: dict, dtype: str) -> ModelConfig:
-    return ModelConfig(vocab_size=size["vocab_size"], d_model=size["d_model"], num_heads=size["num_heads"],
-                       d_ff=size["d_ff"], encoder_layers=size["layers"], decoder_layers=size["layers"],
-                       dropout=0.1, dtype=dtype)
+    return ModelConfig(
+        vocab_size=size["vocab_size"],
+        d_model=size["d_model"],
+        num_heads=size["num_heads"],
+        d_ff=size["d_ff"],
+        encoder_layers=size["layers"],
+        decoder_layers=size["layers"],
+        dropout=0.1,
+        dtype=dtype,
+    )
 
 
 def bench_jax(size: dict, dtype: str, steps: int, warmup: int, launcher: str) -> dict:
@@ -50,8 +58,10 @@ def bench_jax(size: dict, dtype: str, steps: int, warmup: int, launcher: str) ->
     state = create_state(cfg, tx, seed=0)
     rng = np.random.default_rng(0)
     shape = (size["batch"], size["length"])
-    batch = {"inputs": rng.integers(3, cfg.vocab_size, shape).astype(np.int32),
-             "targets": rng.integers(3, cfg.vocab_size, shape).astype(np.int32)}
+    batch = {
+        "inputs": rng.integers(3, cfg.vocab_size, shape).astype(np.int32),
+        "targets": rng.integers(3, cfg.vocab_size, shape).astype(np.int32),
+    }
     if launcher == "single":
         step = jit_train_step(Transformer(cfg), tx, label_smoothing=0.1)
         batch = jax.device_put(batch)
@@ -69,9 +79,13 @@ def bench_jax(size: dict, dtype: str, steps: int, warmup: int, launcher: str) ->
     jax.block_until_ready(sums)
     seconds = (time.perf_counter() - start) / steps
     flops = train_step_flops(cfg, size["batch"], size["length"], size["length"])
-    return {"seconds_per_step": seconds, "target_tokens_per_s": size["batch"] * size["length"] / seconds,
-            "gflops_per_s": flops / seconds / 1e9, "warmup_seconds": compile_seconds,
-            "loss": float(sums["loss"] / sums["tokens"])}
+    return {
+        "seconds_per_step": seconds,
+        "target_tokens_per_s": size["batch"] * size["length"] / seconds,
+        "gflops_per_s": flops / seconds / 1e9,
+        "warmup_seconds": compile_seconds,
+        "loss": float(sums["loss"] / sums["tokens"]),
+    }
 
 
 def main():
@@ -83,23 +97,36 @@ def main():
     parser.add_argument("--launcher", default="single", choices=["single", "mesh", "pmap"])
     parser.add_argument("--fake-devices", type=int, default=0, help="XLA host-platform device count (CPU)")
     args = parser.parse_args()
-    report = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "jax": jax.__version__,
-                          "devices": jax.device_count(), "backend": jax.default_backend(),
-                          "launcher": args.launcher},
-              "results": {}}
+    report = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "jax": jax.__version__,
+            "devices": jax.device_count(),
+            "backend": jax.default_backend(),
+            "launcher": args.launcher,
+        },
+        "results": {},
+    }
     for name in args.sizes.split(","):
         size = SIZES[name]
-        entry = {"flops_per_step": train_step_flops(model_config(size, "float32"), size["batch"],
-                                                    size["length"], size["length"])}
+        entry = {
+            "flops_per_step": train_step_flops(
+                model_config(size, "float32"), size["batch"], size["length"], size["length"]
+            )
+        }
         for dtype in ("float32", "bfloat16"):
             entry[f"jax_{dtype}"] = bench_jax(size, dtype, args.steps, args.warmup, args.launcher)
         if not args.no_torch:
             from bench.torch_reference import benchmark
 
-            entry["torch_float32"] = benchmark(size, size["batch"], size["length"], args.steps, args.warmup,
-                                               threads=os.cpu_count())
+            entry["torch_float32"] = benchmark(
+                size, size["batch"], size["length"], args.steps, args.warmup, threads=os.cpu_count()
+            )
             reference = entry["torch_float32"]["target_tokens_per_s"]
-            entry["torch_float32"]["gflops_per_s"] = entry["flops_per_step"] / entry["torch_float32"]["seconds_per_step"] / 1e9
+            entry["torch_float32"]["gflops_per_s"] = (
+                entry["flops_per_step"] / entry["torch_float32"]["seconds_per_step"] / 1e9
+            )
             for dtype in ("float32", "bfloat16"):
                 entry[f"jax_{dtype}"]["ratio_to_torch_f32"] = entry[f"jax_{dtype}"]["target_tokens_per_s"] / reference
         report["results"][name] = entry

@@ -1,4 +1,5 @@
 """Transformer base, WMT14 EN-DE (Vaswani et al. 2017, Table 3 "base"): 65M params, 100k steps."""
+
 from t2t_jax.config import default_config
 
 

@@ -1,4 +1,5 @@
 """Transformer big, WMT14 EN-DE (Table 3 "big"): d 1024, d_ff 4096, 16 heads, P_drop 0.3, 300k steps."""
+
 import pathlib
 import runpy
 

@@ -2,6 +2,7 @@
 
 Data: $T2T_DATA_DIR/multi30k (or --config.data.data_dir); dev = val, report = test_2016_flickr.
 """
+
 from t2t_jax.config import default_config
 
 
@@ -11,8 +12,17 @@ def get_config():
     c.data.source_lang, c.data.target_lang = "en", "de"
     c.data.max_length = 64
     c.data.batch_tokens = 4096  # per side: 64 packed rows of 64
-    c.model.update(vocab_size=8000, d_model=256, num_heads=4, d_ff=1024, encoder_layers=3, decoder_layers=3,
-                   dropout=0.3, max_len=128, dtype="bfloat16")
+    c.model.update(
+        vocab_size=8000,
+        d_model=256,
+        num_heads=4,
+        d_ff=1024,
+        encoder_layers=3,
+        decoder_layers=3,
+        dropout=0.3,
+        max_len=128,
+        dtype="bfloat16",
+    )
     c.optimizer.constant = 2.0
     c.optimizer.warmup_steps = 1000
     c.train.label_smoothing = 0.1

@@ -4,6 +4,7 @@ Each row is a delta from base (experiments/base.py).  PAPER holds the paper's
 own figures (dev PPL per wordpiece and dev BLEU on newstest2013, params in
 millions) so results can be printed next to them.
 """
+
 import pathlib
 import runpy
 
@@ -35,12 +36,25 @@ ROWS = {
 
 # row: (dev PPL, dev BLEU, params in millions) as printed in Table 3 (None where the paper leaves it blank).
 PAPER = {
-    "base": (4.92, 25.8, 65), "A_h1": (5.29, 24.9, None), "A_h4": (5.00, 25.5, None),
-    "A_h16": (4.91, 25.8, None), "A_h32": (5.01, 25.4, None), "B_dk16": (5.16, 25.1, 58),
-    "B_dk32": (5.01, 25.4, 60), "C_n2": (6.11, 23.7, 36), "C_n4": (5.19, 25.3, 50), "C_n8": (4.88, 25.5, 80),
-    "C_d256": (5.75, 24.5, 28), "C_d1024": (4.66, 26.0, 168), "C_dff1024": (5.12, 25.4, 53),
-    "C_dff4096": (4.75, 26.2, 90), "D_drop0.0": (5.77, 24.6, None), "D_drop0.2": (4.95, 25.5, None),
-    "D_ls0.0": (4.67, 25.3, None), "D_ls0.2": (5.47, 25.7, None), "E_learned": (4.92, 25.7, None),
+    "base": (4.92, 25.8, 65),
+    "A_h1": (5.29, 24.9, None),
+    "A_h4": (5.00, 25.5, None),
+    "A_h16": (4.91, 25.8, None),
+    "A_h32": (5.01, 25.4, None),
+    "B_dk16": (5.16, 25.1, 58),
+    "B_dk32": (5.01, 25.4, 60),
+    "C_n2": (6.11, 23.7, 36),
+    "C_n4": (5.19, 25.3, 50),
+    "C_n8": (4.88, 25.5, 80),
+    "C_d256": (5.75, 24.5, 28),
+    "C_d1024": (4.66, 26.0, 168),
+    "C_dff1024": (5.12, 25.4, 53),
+    "C_dff4096": (4.75, 26.2, 90),
+    "D_drop0.0": (5.77, 24.6, None),
+    "D_drop0.2": (4.95, 25.5, None),
+    "D_ls0.0": (4.67, 25.3, None),
+    "D_ls0.2": (5.47, 25.7, None),
+    "E_learned": (4.92, 25.7, None),
     "big": (4.33, 26.4, 213),
 }
 

@@ -8,6 +8,7 @@ Paper (§5, §6.1): 4.5M sentence pairs, shared 37k BPE, ~25k source + ~25k targ
 average of the last 5, beam 4, alpha 0.6, max length = source + 50; newstest2013 dev, newstest2014 test:
 27.3 BLEU (tokenized, compound-split; sacreBLEU is typically ~1 lower). See experiments/README.md.
 """
+
 from t2t_jax.config import default_config
 
 
@@ -18,8 +19,17 @@ def get_config():
     c.data.max_length = 256  # packed row length = longest kept pair (t2t's default)
     c.data.batch_tokens = 32_768  # per side per update = 128 rows of 256 slots: 16 per GPU on 8, 1 per chip on 128
     c.data.spm_max_sentences = 2_000_000  # sentences sampled to learn the shared BPE
-    c.model.update(vocab_size=37_000, d_model=512, num_heads=8, d_ff=2048, encoder_layers=6, decoder_layers=6,
-                   dropout=0.1, max_len=512, dtype="bfloat16")  # bf16 matmuls, f32 params/accumulation
+    c.model.update(
+        vocab_size=37_000,
+        d_model=512,
+        num_heads=8,
+        d_ff=2048,
+        encoder_layers=6,
+        decoder_layers=6,
+        dropout=0.1,
+        max_len=512,
+        dtype="bfloat16",
+    )  # bf16 matmuls, f32 params/accumulation
     c.optimizer.constant = 1.0
     c.optimizer.warmup_steps = 4000
     c.train.label_smoothing = 0.1

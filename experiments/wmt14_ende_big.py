@@ -2,6 +2,7 @@
 
 Same data, batch and schedule as wmt14_ende_base.py (§6.1: 3.5 days on 8 P100s). Paper: 28.4 BLEU.
 """
+
 import pathlib
 import runpy
 

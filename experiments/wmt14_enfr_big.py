@@ -2,6 +2,7 @@
 
 Paper: 41.8 BLEU (tokenized) after 300k steps on 8 P100s; average of the last 20 checkpoints.
 """
+
 import pathlib
 import runpy
 

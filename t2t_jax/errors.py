@@ -4,6 +4,7 @@ A ``T2TError`` is a problem with the user's input, environment or run (a bad con
 full disk): its message says what is wrong and where. Anything else that escapes is a bug and keeps its
 traceback. Each class keeps the builtin base it always had, so ``except ValueError`` callers still work.
 """
+
 from __future__ import annotations
 
 

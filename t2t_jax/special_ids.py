@@ -2,6 +2,7 @@
 tokenizer all read them here, and a model with other ids (an imported OPUS-MT model: pad 58100, eos 0)
 carries its own in ``model.pad_id`` / ``model.eos_id``, which ``SpecialIds.of`` hands to its tokenizer.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,7 +14,7 @@ class SpecialIds:
     eos: int = 1  # end of every sentence, source and target
 
     @classmethod
-    def of(cls, cfg) -> "SpecialIds":
+    def of(cls, cfg) -> SpecialIds:
         """The ids of a ModelConfig."""
         return cls(pad=cfg.pad_id, eos=cfg.eos_id)
 

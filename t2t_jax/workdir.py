@@ -4,6 +4,7 @@ so ``gs://bucket/run`` (or any URL epath and orbax know) stays a URL end to end.
 ``pathlib.Path("gs://b/run")`` silently becomes the local folder ``gs:/b/run``; every module that touches a
 workdir takes its paths from ``Workdir`` / ``workdir_path`` instead.
 """
+
 from __future__ import annotations
 
 import os

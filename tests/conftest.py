@@ -1,4 +1,5 @@
 """Shared fixtures: a tiny model config and its params."""
+
 import os
 
 # Eight CPU devices for the data-parallel tests; must be set before jax is imported.
@@ -14,8 +15,9 @@ from t2t_jax.train.state import init_params  # noqa: E402
 
 @pytest.fixture(scope="session")
 def tiny_config():
-    return ModelConfig(vocab_size=40, d_model=32, num_heads=4, d_ff=64, encoder_layers=2, decoder_layers=2,
-                       dropout=0.1, max_len=64)
+    return ModelConfig(
+        vocab_size=40, d_model=32, num_heads=4, d_ff=64, encoder_layers=2, decoder_layers=2, dropout=0.1, max_len=64
+    )
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,7 @@ Installed in a worker process before training starts.  It swaps the storage laye
 backend (an fsspec filesystem rooted at ``root``) and the tensorstore kvstore that orbax builds for gs://
 paths (a local file driver) — so the code under test sees and must keep real ``gs://`` URLs end to end.
 """
+
 import os
 
 PREFIX = "gs://"

@@ -8,6 +8,7 @@ PROCESSES = 1 runs without a process group.  With T2T_FAKE_GCS=ROOT set, gs:// i
   p<i>.examples.jsonl  one line per training batch: the (epoch, example index) pairs packed into it
   p<i>.saves.jsonl     the step of every checkpoint save this process entered
 """
+
 import json
 import os
 import sys
@@ -50,9 +51,15 @@ def main():
 
     pipeline.PrefetchedBatches.__next__ = recording_next
     manager.Checkpointer.save = recording_save
-    group = [] if processes == "1" else [f"--config.parallel.coordinator_address=127.0.0.1:{port}",
-                                          f"--config.parallel.num_processes={processes}",
-                                          f"--config.parallel.process_id={process_id}"]
+    group = (
+        []
+        if processes == "1"
+        else [
+            f"--config.parallel.coordinator_address=127.0.0.1:{port}",
+            f"--config.parallel.num_processes={processes}",
+            f"--config.parallel.process_id={process_id}",
+        ]
+    )
     train_cli.main(["--config", "experiments/smoke.py", "--workdir", workdir, *group, *overrides])
 
 

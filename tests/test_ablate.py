@@ -1,10 +1,10 @@
 """The Table 3 runner on a two-row, few-step budget writes a well-formed table."""
+
 import json
 import subprocess
 import sys
 
 import pytest
-
 from test_end_to_end import write_task
 
 
@@ -12,11 +12,31 @@ from test_end_to_end import write_task
 def test_ablation_runner_writes_table(tmp_path):
     write_task(tmp_path, "train", 300, 0)
     write_task(tmp_path, "dev", 10, 1)
-    out = subprocess.run([
-        sys.executable, "-m", "t2t_jax.ablate", "--rows", "E", "--steps", "6", "--workdir", str(tmp_path / "ab"),
-        "--base-config", "experiments/smoke.py", "--bleu-sentences", "4", "--config.data.dataset=parallel_text",
-        f"--config.data.train_prefix={tmp_path}/train", f"--config.data.validation_prefix={tmp_path}/dev",
-        "--config.model.vocab_size=40", "--config.train.log_every=2"], capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "t2t_jax.ablate",
+            "--rows",
+            "E",
+            "--steps",
+            "6",
+            "--workdir",
+            str(tmp_path / "ab"),
+            "--base-config",
+            "experiments/smoke.py",
+            "--bleu-sentences",
+            "4",
+            "--config.data.dataset=parallel_text",
+            f"--config.data.train_prefix={tmp_path}/train",
+            f"--config.data.validation_prefix={tmp_path}/dev",
+            "--config.model.vocab_size=40",
+            "--config.train.log_every=2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     lines = (tmp_path / "ab" / "table3.md").read_text().splitlines()
     assert lines[0].startswith("Command: `python -m t2t_jax.ablate --rows E")

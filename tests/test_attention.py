@@ -1,5 +1,6 @@
 """Attention functions against explicit references (eq. (1), additive), windows and per-sublayer choice;
 the checks every registered variant goes through are in test_variants.py."""
+
 import dataclasses
 
 import jax
@@ -58,8 +59,9 @@ def test_local_window_covering_everything_is_dot_product_and_small_window_is_loc
     rng = np.random.default_rng(2)
     src, tgt = rng.integers(3, 40, (2, 9)).astype(np.int32), rng.integers(3, 40, (2, 9)).astype(np.int32)
     wide = dataclasses.replace(tiny_config, local_window=9)
-    np.testing.assert_allclose(logits_of(wide, tiny_params, src, tgt), logits_of(tiny_config, tiny_params, src, tgt),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        logits_of(wide, tiny_params, src, tgt), logits_of(tiny_config, tiny_params, src, tgt), atol=1e-6
+    )
     local = dataclasses.replace(tiny_config, local_window=1, encoder_layers=1, decoder_layers=1)
     from t2t_jax.train.state import init_params
 
@@ -121,19 +123,25 @@ def test_per_sublayer_choice_and_named_aliases(tiny_config):
     from t2t_jax.errors import ConfigError
     from t2t_jax.train.state import init_params
 
-    mixed = dataclasses.replace(tiny_config, attention="dot_product", decoder_self_attention="additive",
-                                cross_attention="dot_product_unscaled")
+    mixed = dataclasses.replace(
+        tiny_config, attention="dot_product", decoder_self_attention="additive", cross_attention="dot_product_unscaled"
+    )
     params = init_params(mixed, 0)
     assert "additive_v" in params["decoder"]["layer_0"]["self_attn"]
     assert "additive_v" not in params["encoder"]["layer_0"]["self_attn"]
     assert [mixed.attention_function(k) for k in ("encoder_self", "decoder_self", "cross")] == [
-        "dot_product", "additive", "dot_product_unscaled"]
+        "dot_product",
+        "additive",
+        "dot_product_unscaled",
+    ]
     src = np.random.default_rng(10).integers(3, 40, (2, 6)).astype(np.int32)
     check_cached_decoding_is_exact(mixed, params, src)
     multi = dataclasses.replace(tiny_config, attention="multi_query")
     assert init_params(multi, 0)["encoder"]["layer_0"]["self_attn"]["key"]["kernel"].shape[1] == 1
-    for bad, message in [({"attention": "local"}, "needs model.local_window > 0"),
-                         ({"attention": "grouped_query"}, "needs 1 < model.kv_heads"),
-                         ({"cross_attention": "local"}, "cross_attention = 'local': must be one of")]:
+    for bad, message in [
+        ({"attention": "local"}, "needs model.local_window > 0"),
+        ({"attention": "grouped_query"}, "needs 1 < model.kv_heads"),
+        ({"cross_attention": "local"}, "cross_attention = 'local': must be one of"),
+    ]:
         with pytest.raises(ConfigError, match=message):
             dataclasses.replace(tiny_config, **bad)

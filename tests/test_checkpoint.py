@@ -1,4 +1,5 @@
 """Checkpoints: exact resume after kill -9, SIGTERM save, topology change, averaging, damage, eviction."""
+
 import os
 import re
 import shutil
@@ -16,21 +17,36 @@ from t2t_jax.checkpoint.average import average_last
 from t2t_jax.checkpoint.manager import Checkpointer, abstract_like
 from t2t_jax.checkpoint.params import load_params
 from t2t_jax.config import load_config, model_config
-from t2t_jax.model import Transformer
 from t2t_jax.errors import ConfigError
+from t2t_jax.model import Transformer
 from t2t_jax.train.loop import train
 from t2t_jax.train.parallel import host_tree
 from t2t_jax.train.state import create_state, make_optimizer
 
-RUN = ["--config.train.steps=20", "--config.checkpoint.every_steps=10", "--config.checkpoint.every_minutes=0",
-       "--config.train.log_every=1", "--config.train.eval_every=20", "--config.model.dropout=0.1",
-       "--config.data.batch_tokens=256"]
+RUN = [
+    "--config.train.steps=20",
+    "--config.checkpoint.every_steps=10",
+    "--config.checkpoint.every_minutes=0",
+    "--config.train.log_every=1",
+    "--config.train.eval_every=20",
+    "--config.model.dropout=0.1",
+    "--config.data.batch_tokens=256",
+]
 ONE_DEVICE = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
 
 
 def command(workdir, *extra):
-    return [sys.executable, "-m", "t2t_jax.train", "--config", "experiments/smoke.py", "--workdir", str(workdir),
-            *RUN, *extra]
+    return [
+        sys.executable,
+        "-m",
+        "t2t_jax.train",
+        "--config",
+        "experiments/smoke.py",
+        "--workdir",
+        str(workdir),
+        *RUN,
+        *extra,
+    ]
 
 
 def step_losses(text):
@@ -79,20 +95,35 @@ def test_kill_9_then_resume_is_identical(tmp_path):
 
 @pytest.mark.slow
 def test_sigterm_saves_and_exits_zero(tmp_path):
-    code, out = run_until(command(tmp_path, "--config.train.steps=20000", "--config.train.log_every=100"),
-                          lambda o: "step 300/" in o, signal.SIGTERM)
+    code, out = run_until(
+        command(tmp_path, "--config.train.steps=20000", "--config.train.log_every=100"),
+        lambda o: "step 300/" in o,
+        signal.SIGTERM,
+    )
     assert code == 0, out
     saved = int(re.search(r"SIGTERM: saved the checkpoint at step (\d+)", out).group(1))
     assert saved >= 300 and load_params(tmp_path, "latest")[0] == saved
-    again = subprocess.run(command(tmp_path, f"--config.train.steps={saved + 5}"), env=ONE_DEVICE,
-                           capture_output=True, text=True, timeout=240)
+    again = subprocess.run(
+        command(tmp_path, f"--config.train.steps={saved + 5}"),
+        env=ONE_DEVICE,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert f"resumed from the checkpoint at step {saved}" in again.stdout and f"done: step {saved + 5}" in again.stdout
 
 
 def small_run(workdir, steps=6, extra=()):
-    config = load_config("experiments/smoke.py", [f"--config.train.steps={steps}", "--config.checkpoint.every_steps=2",
-                                                  "--config.train.eval_every=2", "--config.data.batch_tokens=256",
-                                                  *extra])
+    config = load_config(
+        "experiments/smoke.py",
+        [
+            f"--config.train.steps={steps}",
+            "--config.checkpoint.every_steps=2",
+            "--config.train.eval_every=2",
+            "--config.data.batch_tokens=256",
+            *extra,
+        ],
+    )
     return config, train(config, str(workdir), printer=lambda *a, **k: None)
 
 
@@ -125,8 +156,12 @@ def test_averaging_equals_numpy_mean(tmp_path):
     assert average_last(tmp_path, 2, tmp_path / "averaged", log=lambda *_: None, until=5) == [2, 4]
     step, until4 = load_params(tmp_path, "averaged")
     assert step == 4
-    np.testing.assert_allclose(flatten_dict(until4, sep="/")["embed/embedding"],
-                               (parts[0]["embed/embedding"] + parts[1]["embed/embedding"]) / 2, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        flatten_dict(until4, sep="/")["embed/embedding"],
+        (parts[0]["embed/embedding"] + parts[1]["embed/embedding"]) / 2,
+        rtol=1e-6,
+        atol=1e-7,
+    )
     from t2t_jax.decode.decoder import translate_ids  # the averaged checkpoint decodes
 
     cfg = model_config(load_config("experiments/smoke.py"))
@@ -144,9 +179,19 @@ def test_truncated_latest_falls_back_to_previous_and_is_replaced(tmp_path):
     config, _ = small_run(tmp_path, steps=4)
     truncate_checkpoint(tmp_path, 4)
     messages = []
-    train(load_config("experiments/smoke.py", ["--config.train.steps=5", "--config.data.batch_tokens=256",
-                                                "--config.train.eval_every=5", "--config.checkpoint.every_steps=2"]),
-          str(tmp_path), printer=lambda *a, **k: messages.append(a[0]))
+    train(
+        load_config(
+            "experiments/smoke.py",
+            [
+                "--config.train.steps=5",
+                "--config.data.batch_tokens=256",
+                "--config.train.eval_every=5",
+                "--config.checkpoint.every_steps=2",
+            ],
+        ),
+        str(tmp_path),
+        printer=lambda *a, **k: messages.append(a[0]),
+    )
     text = "\n".join(messages)
     assert "checkpoint at step 4 is unreadable" in text and "resumed from the checkpoint at step 2" in text
     assert load_params(tmp_path, "4")[0] == 4  # the run's save at step 4 replaced the damaged one
@@ -220,8 +265,18 @@ def test_a_background_save_failure_stops_with_one_error_and_keeps_the_last_check
 
     monkeypatch.setattr(ocdbt_utils, "merge_ocdbt_per_process_files", disk_full_at_step_4)
     with pytest.raises(CheckpointError, match=r"No space left on device; the last complete checkpoint is step 2"):
-        train(load_config("experiments/smoke.py", ["--config.train.steps=20", "--config.checkpoint.every_steps=2",
-                                                    "--config.checkpoint.every_minutes=0",
-                                                    "--config.data.batch_tokens=256", "--config.train.eval_every=100"]),
-              str(tmp_path), printer=lambda *a, **k: None)
+        train(
+            load_config(
+                "experiments/smoke.py",
+                [
+                    "--config.train.steps=20",
+                    "--config.checkpoint.every_steps=2",
+                    "--config.checkpoint.every_minutes=0",
+                    "--config.data.batch_tokens=256",
+                    "--config.train.eval_every=100",
+                ],
+            ),
+            str(tmp_path),
+            printer=lambda *a, **k: None,
+        )
     assert load_params(tmp_path, "latest")[0] == 2

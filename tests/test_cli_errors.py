@@ -1,5 +1,6 @@
 """Careless use of the commands: one `error:` line, exit 2, nothing lost — export never writes over what it
 did not create, translate checks its output before decoding and reads bad bytes cleanly."""
+
 import subprocess
 import sys
 
@@ -12,8 +13,14 @@ from t2t_jax.train.loop import train
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
     work = tmp_path_factory.mktemp("export_safety") / "work"
-    train(load_config("experiments/smoke.py", ["--config.train.steps=2", "--config.data.batch_tokens=256",
-                                                "--config.train.eval_every=2"]), str(work), printer=lambda *a, **k: None)
+    train(
+        load_config(
+            "experiments/smoke.py",
+            ["--config.train.steps=2", "--config.data.batch_tokens=256", "--config.train.eval_every=2"],
+        ),
+        str(work),
+        printer=lambda *a, **k: None,
+    )
     return work
 
 
@@ -22,8 +29,12 @@ def snapshot(folder):
 
 
 def export(workdir, out, *extra, fmt="safetensors"):
-    result = subprocess.run([sys.executable, "-m", "t2t_jax.export", "--workdir", str(workdir), "--format", fmt,
-                             "--out", str(out), *extra], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "t2t_jax.export", "--workdir", str(workdir), "--format", fmt, "--out", str(out), *extra],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return result.returncode, result.stdout + result.stderr
 
 
@@ -58,8 +69,12 @@ def test_export_goes_again_over_its_own_previous_export_only(workdir, tmp_path):
 
 
 def translate(workdir, *args, stdin=b""):
-    result = subprocess.run([sys.executable, "-m", "t2t_jax.translate", "--workdir", str(workdir), *args],
-                            input=stdin, capture_output=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "t2t_jax.translate", "--workdir", str(workdir), *args],
+        input=stdin,
+        capture_output=True,
+        timeout=300,
+    )
     return result.returncode, result.stderr.decode()
 
 
@@ -77,9 +92,22 @@ def test_translate_invalid_utf8_on_stdin_is_one_error(workdir):
 
 
 def train_command(tmp_path, workdir, *extra):
-    result = subprocess.run([sys.executable, "-m", "t2t_jax.train", "--config", "experiments/smoke.py",
-                             "--workdir", str(workdir), "--config.data.batch_tokens=256", *extra],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "t2t_jax.train",
+            "--config",
+            "experiments/smoke.py",
+            "--workdir",
+            str(workdir),
+            "--config.data.batch_tokens=256",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return result.returncode, result.stderr
 
 
@@ -94,13 +122,18 @@ def test_train_refuses_a_workdir_that_is_a_file(tmp_path):
 def test_train_with_every_example_filtered_and_a_nan_stop_are_one_line_each(tmp_path):
     (tmp_path / "t.en").write_text("a b c d e f g h i j k l m n o p q r s t\n" * 50)
     (tmp_path / "t.de").write_text("a b c d e f g h i j k l m n o p q r s t\n" * 50)
-    code, err = train_command(tmp_path, tmp_path / "w", "--config.data.dataset=parallel_text",
-                              f"--config.data.train_prefix={tmp_path / 't'}", "--config.data.max_length=4",
-                              f"--config.data.validation_prefix={tmp_path / 't'}",
-                              "--config.model.vocab_size=24", "--config.data.batch_tokens=32")
+    code, err = train_command(
+        tmp_path,
+        tmp_path / "w",
+        "--config.data.dataset=parallel_text",
+        f"--config.data.train_prefix={tmp_path / 't'}",
+        "--config.data.max_length=4",
+        f"--config.data.validation_prefix={tmp_path / 't'}",
+        "--config.model.vocab_size=24",
+        "--config.data.batch_tokens=32",
+    )
     assert code == 2 and "are longer than data.max_length = 4" in err and "Traceback" not in err, err
-    code, err = train_command(tmp_path, tmp_path / "nan", "--config.train.steps=6",
-                              "--config.optimizer.constant=1e30")
+    code, err = train_command(tmp_path, tmp_path / "nan", "--config.train.steps=6", "--config.optimizer.constant=1e30")
     assert code == 2 and "non-finite training loss" in err and "Traceback" not in err, err
 
 
@@ -108,9 +141,14 @@ def test_a_missing_test_split_fails_before_training(tmp_path):
     for name in ("t", "v"):
         (tmp_path / f"{name}.en").write_text("a b\n" * 20)
         (tmp_path / f"{name}.de").write_text("b a\n" * 20)
-    code, err = train_command(tmp_path, tmp_path / "w", "--config.data.dataset=parallel_text",
-                              f"--config.data.train_prefix={tmp_path / 't'}",
-                              f"--config.data.validation_prefix={tmp_path / 'v'}",
-                              f"--config.data.test_prefix={tmp_path / 'absent'}", "--config.final.splits=test")
+    code, err = train_command(
+        tmp_path,
+        tmp_path / "w",
+        "--config.data.dataset=parallel_text",
+        f"--config.data.train_prefix={tmp_path / 't'}",
+        f"--config.data.validation_prefix={tmp_path / 'v'}",
+        f"--config.data.test_prefix={tmp_path / 'absent'}",
+        "--config.final.splits=test",
+    )
     assert code == 2 and "absent.en: missing file for split 'test'" in err, err
     assert not (tmp_path / "w" / "checkpoints").exists()  # nothing was trained

@@ -1,4 +1,5 @@
 """Data: packing equals unpacked, process shards, resumable iteration, sources, tokenizer, bad input."""
+
 import os
 import pathlib
 
@@ -6,19 +7,21 @@ import numpy as np
 import pytest
 
 from t2t_jax.config import load_config
+from t2t_jax.data.inputs import make_data
 from t2t_jax.data.packing import RowPacker
 from t2t_jax.data.pipeline import InMemoryExamples, PackedTrainBatches, eval_batches
-from t2t_jax.data.inputs import make_data
-from t2t_jax.errors import DataError
 from t2t_jax.data.text import read_parallel
 from t2t_jax.data.tokenizer import train_tokenizer
-from t2t_jax.special_ids import DEFAULT as IDS
+from t2t_jax.errors import ConfigError, DataError
 from t2t_jax.model import Transformer
-from t2t_jax.errors import ConfigError
+from t2t_jax.special_ids import DEFAULT as IDS
 
-SHARED_DATA = pathlib.Path(os.environ.get("T2T_DATA_DIR", pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"))
-needs_shared_data = pytest.mark.skipif(not (SHARED_DATA / "multi30k").is_dir(),
-                                       reason=f"shared corpora not found at {SHARED_DATA} (set T2T_DATA_DIR)")
+SHARED_DATA = pathlib.Path(
+    os.environ.get("T2T_DATA_DIR", pathlib.Path(__file__).resolve().parents[2] / "shared" / "data")
+)
+needs_shared_data = pytest.mark.skipif(
+    not (SHARED_DATA / "multi30k").is_dir(), reason=f"shared corpora not found at {SHARED_DATA} (set T2T_DATA_DIR)"
+)
 
 
 def random_examples(count, seed=0, low=2, high=9, vocab=40):
@@ -49,7 +52,9 @@ def test_process_shards_cover_the_data_once():
     sources, targets = random_examples(101)
     seen = []
     for process in range(3):
-        it = PackedTrainBatches(InMemoryExamples(sources, targets), rows=2, length=16, seed=3, process_index=process, process_count=3)
+        it = PackedTrainBatches(
+            InMemoryExamples(sources, targets), rows=2, length=16, seed=3, process_index=process, process_count=3
+        )
         seen.extend(int(i) for i in it.order(0))
     assert sorted(seen) == list(range(101))
 
@@ -123,10 +128,18 @@ def text_config(tmp_path, extra=()):
     german = [f"die Katze Nummer {i} sass auf der Matte" for i in range(60)] + ["ein " * 80]
     write_pair(tmp_path, "train", "\n".join(lines) + "\n", "\n".join(german) + "\n")
     write_pair(tmp_path, "dev", "\n".join(lines[:5] + ["b " * 70]) + "\n", "\n".join(german[:6]) + "\n")
-    return load_config("experiments/smoke.py", [
-        "--config.data.dataset=parallel_text", f"--config.data.train_prefix={tmp_path}/train",
-        f"--config.data.validation_prefix={tmp_path}/dev", "--config.data.max_length=32",
-        "--config.data.batch_tokens=256", "--config.model.vocab_size=60", *extra])
+    return load_config(
+        "experiments/smoke.py",
+        [
+            "--config.data.dataset=parallel_text",
+            f"--config.data.train_prefix={tmp_path}/train",
+            f"--config.data.validation_prefix={tmp_path}/dev",
+            "--config.data.max_length=32",
+            "--config.data.batch_tokens=256",
+            "--config.model.vocab_size=60",
+            *extra,
+        ],
+    )
 
 
 def test_long_sentences_filtered_for_training_truncated_for_eval(tmp_path):
@@ -162,9 +175,15 @@ def one_train_step(config, data):
 
 def test_mock_wmt14_end_to_end(tmp_path):
     tfds = pytest.importorskip("tensorflow_datasets")
-    config = load_config("experiments/smoke.py", ["--config.data.dataset=wmt14_translate/de-en",
-                                                  "--config.model.vocab_size=40", "--config.data.max_length=64",
-                                                  "--config.data.batch_tokens=512"])
+    config = load_config(
+        "experiments/smoke.py",
+        [
+            "--config.data.dataset=wmt14_translate/de-en",
+            "--config.model.vocab_size=40",
+            "--config.data.max_length=64",
+            "--config.data.batch_tokens=512",
+        ],
+    )
     with tfds.testing.mock_data(num_examples=3003):
         data = make_data(config, tmp_path, log=lambda *_: None)
     assert len(data.eval_sources) == 3003 and data.tokenizer.vocab_size == 40
@@ -180,8 +199,10 @@ def test_wmt14_not_prepared_is_one_clear_error(tmp_path):
 
 @needs_shared_data
 def test_multi30k_end_to_end(tmp_path):
-    config = load_config("experiments/multi30k.py", [f"--config.data.data_dir={SHARED_DATA}",
-                                                     "--config.data.batch_tokens=512", "--config.model.dtype=float32"])
+    config = load_config(
+        "experiments/multi30k.py",
+        [f"--config.data.data_dir={SHARED_DATA}", "--config.data.batch_tokens=512", "--config.model.dtype=float32"],
+    )
     data = make_data(config, tmp_path, log=lambda *_: None)
     assert len(data.eval_sources) == 1014 and data.tokenizer.vocab_size == 8000
     batch = next(data.train)
@@ -200,8 +221,12 @@ def test_elastic_remap_reads_every_example_once_per_epoch(counts):
     for _ in range(4):
         taken, states = {}, None
         for count in counts:
-            its = [PackedTrainBatches(InMemoryExamples(sources, targets), rows=2, length=16, seed=5, process_index=p,
-                                      process_count=count) for p in range(count)]
+            its = [
+                PackedTrainBatches(
+                    InMemoryExamples(sources, targets), rows=2, length=16, seed=5, process_index=p, process_count=count
+                )
+                for p in range(count)
+            ]
             if states is not None:
                 for it, state in zip(its, its[0].remap(states) if len(states) != count else states):
                     it.set_state(state)

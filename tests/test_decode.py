@@ -1,4 +1,5 @@
 """Decoding and BLEU: cached == recomputed, beam 1 == greedy, hand-set beam search, batching, BLEU protocols."""
+
 import dataclasses
 import math
 import subprocess
@@ -9,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from t2t_jax.decode.decoder import translate_uncached, translate_ids
+from t2t_jax.decode.decoder import translate_ids, translate_uncached
 from t2t_jax.decode.search import beam_search, greedy_search, length_penalty
 from t2t_jax.evaluate.bleu import paper_bleu, paper_tokenize, sacre_bleu, split_compounds
 from t2t_jax.model import ModelConfig
@@ -49,6 +50,7 @@ def test_cached_beam_search_equals_full_recomputation(params, beam):
     np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
     np.testing.assert_allclose(np.asarray(cached_score), np.asarray(full_score), rtol=1e-5, atol=1e-5)
 
+
 @pytest.mark.parametrize("beam,variant", [(1, {}), (4, {}), (4, {"attention": "relative", "positions": "none"})])
 def test_phased_caches_equal_full_recomputation(params, monkeypatch, beam, variant):
     """Caches that start at 16 positions and grow (16 -> 32 -> 59) between loop phases, as large batches
@@ -79,12 +81,12 @@ def test_beam_search_of_one_hypothesis_is_greedy_search_at_alpha_zero(params):
     segments, encoded, max_len, max_lengths = decoder._encode(model, params, src, CFG)
     step, reorder, _ = decoder._cached_step(model, params, encoded, segments, max_len, 1)
     greedy, greedy_score = greedy_search(step, len(src), max_lengths, max_len, CFG.eos_id, CFG.pad_id)
-    beam, beam_score = beam_search(step, len(src), 1, 0.0, max_lengths, max_len, CFG.eos_id, CFG.pad_id,
-                                   reorder_fn=reorder)
+    beam, beam_score = beam_search(
+        step, len(src), 1, 0.0, max_lengths, max_len, CFG.eos_id, CFG.pad_id, reorder_fn=reorder
+    )
     np.testing.assert_array_equal(np.asarray(beam)[:, 0], np.asarray(greedy))
     np.testing.assert_allclose(np.asarray(beam_score)[:, 0], np.asarray(greedy_score), rtol=1e-5)
-    np.testing.assert_array_equal(np.asarray(translate_ids(params, src, cfg=CFG, beam=1)[0])[:, 0],
-                                  np.asarray(greedy))
+    np.testing.assert_array_equal(np.asarray(translate_ids(params, src, cfg=CFG, beam=1)[0])[:, 0], np.asarray(greedy))
 
 
 def trimmed(seq):
@@ -103,28 +105,33 @@ def test_batched_decoding_equals_each_sentence_alone(params, beam):
     together, _ = translate_ids(params, src, cfg=CFG, beam=beam)
     for row in range(4):
         n = int((src[row] != 0).sum())
-        alone, _ = translate_ids(params, src[row:row + 1, :n], cfg=CFG, beam=beam)
+        alone, _ = translate_ids(params, src[row : row + 1, :n], cfg=CFG, beam=beam)
         assert trimmed(np.asarray(alone)[0, 0]) == trimmed(np.asarray(together)[row, 0])
 
 
 def table_step(probabilities):
     """A step function whose next-token distribution depends only on the previous token."""
+
     def step(cache, tokens, index):
         logits = jnp.log(jnp.asarray(probabilities, jnp.float32)[tokens])
         return logits, {"cached_prev": tokens} if cache is None else {"cached_prev": tokens}
+
     return step
 
 
 # vocab: 0 start/pad, 1 EOS, 2, 3.  Rows: next-token probabilities after the given token.
-TABLE = [[0.0, 0.0, 0.6, 0.4],     # start: greedy takes 2
-         [1.0, 0.0, 0.0, 0.0],     # after EOS (unused)
-         [0.0, 0.3, 0.35, 0.35],   # after 2
-         [0.0, 0.9, 0.05, 0.05]]   # after 3
+TABLE = [
+    [0.0, 0.0, 0.6, 0.4],  # start: greedy takes 2
+    [1.0, 0.0, 0.0, 0.0],  # after EOS (unused)
+    [0.0, 0.3, 0.35, 0.35],  # after 2
+    [0.0, 0.9, 0.05, 0.05],
+]  # after 3
 
 
 def test_beam_finds_known_best_with_exact_score():
-    seqs, scores = beam_search(table_step(TABLE), batch=1, beam=2, alpha=0.6, max_lengths=jnp.asarray([6]),
-                               max_len=6, eos_id=1)
+    seqs, scores = beam_search(
+        table_step(TABLE), batch=1, beam=2, alpha=0.6, max_lengths=jnp.asarray([6]), max_len=6, eos_id=1
+    )
     assert list(np.asarray(seqs)[0, 0, :2]) == [3, 1]
     assert float(scores[0, 0]) == pytest.approx((math.log(0.4) + math.log(0.9)) / ((5 + 2) / 6) ** 0.6, rel=1e-5)
     greedy, _ = greedy_search(table_step(TABLE), 1, jnp.asarray([6]), 6, eos_id=1)
@@ -136,8 +143,9 @@ def test_alpha_changes_the_winner():
     short_score = math.log(0.5)  # [EOS], length 1
     long_score = math.log(0.5) + math.log(0.9)  # [2, EOS], length 2
     for alpha, expected in [(0.0, [1]), (1.0, [2, 1])]:
-        seqs, scores = beam_search(table_step(table), batch=1, beam=2, alpha=alpha, max_lengths=jnp.asarray([5]),
-                                   max_len=5, eos_id=1)
+        seqs, scores = beam_search(
+            table_step(table), batch=1, beam=2, alpha=alpha, max_lengths=jnp.asarray([5]), max_len=5, eos_id=1
+        )
         assert trimmed(np.asarray(seqs)[0, 0]) == expected
         best = max(short_score / float(length_penalty(1, alpha)), long_score / float(length_penalty(2, alpha)))
         assert float(scores[0, 0]) == pytest.approx(best, rel=1e-5)
@@ -148,8 +156,26 @@ def test_sacrebleu_matches_the_cli(tmp_path):
     refs = ["Ein Mann fährt auf einem Fahrrad.", "Zwei Hunde spielen im Schnee.", "Eine Frau liest im Park."]
     (tmp_path / "hyp").write_text("\n".join(hyps) + "\n")
     (tmp_path / "ref").write_text("\n".join(refs) + "\n")
-    cli = subprocess.run([sys.executable, "-m", "sacrebleu", str(tmp_path / "ref"), "-i", str(tmp_path / "hyp"),
-                          "-m", "bleu", "-b", "-w", "4", "-tok", "13a"], capture_output=True, text=True, timeout=120)
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sacrebleu",
+            str(tmp_path / "ref"),
+            "-i",
+            str(tmp_path / "hyp"),
+            "-m",
+            "bleu",
+            "-b",
+            "-w",
+            "4",
+            "-tok",
+            "13a",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert float(cli.stdout.strip()) == pytest.approx(sacre_bleu(hyps, refs)["score"], abs=1e-4)
     assert "tok:13a" in sacre_bleu(hyps, refs)["signature"]
 
@@ -157,7 +183,15 @@ def test_sacrebleu_matches_the_cli(tmp_path):
 def test_compound_splitting_and_paper_bleu_by_hand():
     assert split_compounds("Ost-West-Konflikt") == "Ost ##AT##-##AT## West ##AT##-##AT## Konflikt"
     assert paper_tokenize("Der Ost-West-Konflikt endet.", "de").split() == [
-        "Der", "Ost", "##AT##-##AT##", "West", "##AT##-##AT##", "Konflikt", "endet", "."]
+        "Der",
+        "Ost",
+        "##AT##-##AT##",
+        "West",
+        "##AT##-##AT##",
+        "Konflikt",
+        "endet",
+        ".",
+    ]
     # hyp 8 tokens, ref 9 ("... endet heute ."): precisions 8/8, 6/7, 5/6, 4/5; BP = exp(1 - 9/8).
     expected = 100 * math.exp(1 - 9 / 8) * (1 * 6 / 7 * 5 / 6 * 4 / 5) ** 0.25
     got = paper_bleu(["Der Ost-West-Konflikt endet."], ["Der Ost-West-Konflikt endet heute."], "de")["score"]

@@ -1,4 +1,5 @@
 """Exports give equal outputs: HF Marian (logits, greedy, beam 4), the torch mirror, flat files, Marian import."""
+
 import dataclasses
 import json
 import subprocess
@@ -10,20 +11,21 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from t2t_jax.config import default_config  # noqa: E402
 from t2t_jax.decode.decoder import translate_ids  # noqa: E402
+from t2t_jax.errors import ExportError  # noqa: E402
+from t2t_jax.export import torch_model  # noqa: E402
 from t2t_jax.export.flat import flatten, load_flat, save_flat  # noqa: E402
-from t2t_jax.errors import ExportError
 from t2t_jax.export.marian import export_marian  # noqa: E402
 from t2t_jax.export.marian_import import from_marian_state, marian_model_config, read_marian  # noqa: E402
 from t2t_jax.export.torch_export import export_torch  # noqa: E402
-from t2t_jax.export import torch_model  # noqa: E402
 from t2t_jax.model import ModelConfig, Transformer  # noqa: E402
 from t2t_jax.train.state import create_state, init_params, make_optimizer  # noqa: E402
 from t2t_jax.train.step import jit_train_step  # noqa: E402
-from t2t_jax.config import default_config  # noqa: E402
 
-CFG = ModelConfig(vocab_size=40, d_model=32, num_heads=4, d_ff=64, encoder_layers=2, decoder_layers=2, max_len=64,
-                  dropout=0.0)
+CFG = ModelConfig(
+    vocab_size=40, d_model=32, num_heads=4, d_ff=64, encoder_layers=2, decoder_layers=2, max_len=64, dropout=0.0
+)
 
 
 def batch(rows=4, seed=0):
@@ -69,8 +71,11 @@ def test_marian_logits_match(marian):
     src, tgt = batch()
     ours = np.asarray(Transformer(CFG).apply({"params": params}, src, tgt))
     with torch.no_grad():
-        theirs = model(input_ids=torch.tensor(src, dtype=torch.long), attention_mask=torch.tensor(src != 0),
-                       decoder_input_ids=torch.tensor(shifted(tgt), dtype=torch.long)).logits.numpy()
+        theirs = model(
+            input_ids=torch.tensor(src, dtype=torch.long),
+            attention_mask=torch.tensor(src != 0),
+            decoder_input_ids=torch.tensor(shifted(tgt), dtype=torch.long),
+        ).logits.numpy()
     assert np.abs(theirs - ours)[tgt != 0].max() <= 1e-4
 
 
@@ -84,9 +89,14 @@ def test_marian_generate_matches_greedy_and_beam(marian):
     for beam in (1, 4):
         ours = np.asarray(translate_ids(params, src, cfg=CFG, beam=beam, alpha=0.0)[0])[:, 0]
         with torch.no_grad():
-            theirs = model.generate(input_ids=torch.tensor(src, dtype=torch.long),
-                                    attention_mask=torch.tensor(src != 0), num_beams=beam,
-                                    do_sample=False, max_new_tokens=58, length_penalty=0.0).numpy()
+            theirs = model.generate(
+                input_ids=torch.tensor(src, dtype=torch.long),
+                attention_mask=torch.tensor(src != 0),
+                num_beams=beam,
+                do_sample=False,
+                max_new_tokens=58,
+                length_penalty=0.0,
+            ).numpy()
         for row in range(20):
             want = [int(t) for t in theirs[row, 1:]]  # drop the start token
             want = want[: want.index(1) + 1] if 1 in want else want
@@ -97,8 +107,9 @@ def test_marian_generate_matches_greedy_and_beam(marian):
 
 def test_marian_refuses_pre_ln_without_leftovers(tmp_path):
     with pytest.raises(ExportError, match="pre-LN .* Use --format torch"):
-        export_marian(init_params(dataclasses.replace(CFG, ln="pre"), 0), dataclasses.replace(CFG, ln="pre"),
-                      tmp_path / "out")
+        export_marian(
+            init_params(dataclasses.replace(CFG, ln="pre"), 0), dataclasses.replace(CFG, ln="pre"), tmp_path / "out"
+        )
     assert not any(tmp_path.iterdir())
 
 
@@ -130,11 +141,22 @@ def test_round_trip_through_marian_is_identical(marian):
 
 
 def test_random_swish_marian_imports_with_equal_logits(tmp_path):
-    config = transformers.MarianConfig(vocab_size=50, d_model=32, encoder_layers=2, decoder_layers=2,
-                                       encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=48,
-                                       decoder_ffn_dim=48, activation_function="swish", scale_embedding=True,
-                                       pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
-                                       max_position_embeddings=64)
+    config = transformers.MarianConfig(
+        vocab_size=50,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=48,
+        decoder_ffn_dim=48,
+        activation_function="swish",
+        scale_embedding=True,
+        pad_token_id=0,
+        eos_token_id=1,
+        decoder_start_token_id=0,
+        max_position_embeddings=64,
+    )
     torch.manual_seed(0)
     model = transformers.MarianMTModel(config).eval()
     with torch.no_grad():  # non-zero biases everywhere, as in a trained OPUS-MT model
@@ -142,8 +164,12 @@ def test_random_swish_marian_imports_with_equal_logits(tmp_path):
             if name.endswith("bias"):
                 p.normal_(0, 0.1)
     model.save_pretrained(tmp_path / "hf")
-    out = subprocess.run([sys.executable, "-m", "t2t_jax.import_marian", "--hf", str(tmp_path / "hf"), "--out",
-                          str(tmp_path / "work")], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "t2t_jax.import_marian", "--hf", str(tmp_path / "hf"), "--out", str(tmp_path / "work")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     from t2t_jax.checkpoint.params import load_params
 
@@ -154,24 +180,47 @@ def test_random_swish_marian_imports_with_equal_logits(tmp_path):
     src, tgt = np.minimum(src, 49), np.minimum(tgt, 49)
     ours = np.asarray(Transformer(cfg).apply({"params": params}, src, tgt))
     with torch.no_grad():
-        theirs = model(input_ids=torch.tensor(src, dtype=torch.long), attention_mask=torch.tensor(src != 0),
-                       decoder_input_ids=torch.tensor(shifted(tgt), dtype=torch.long)).logits.numpy()
+        theirs = model(
+            input_ids=torch.tensor(src, dtype=torch.long),
+            attention_mask=torch.tensor(src != 0),
+            decoder_input_ids=torch.tensor(shifted(tgt), dtype=torch.long),
+        ).logits.numpy()
     assert np.abs(theirs - ours)[tgt != 0].max() <= 1e-4
 
 
 GOLDEN_NAMES_LAYER0 = [
-    "decoder/layer_0/cross_attn/key/kernel", "decoder/layer_0/cross_attn/out/kernel",
-    "decoder/layer_0/cross_attn/query/kernel", "decoder/layer_0/cross_attn/value/kernel",
-    "decoder/layer_0/ffn/wi/bias", "decoder/layer_0/ffn/wi/kernel", "decoder/layer_0/ffn/wo/bias",
-    "decoder/layer_0/ffn/wo/kernel", "decoder/layer_0/ln_cross/bias", "decoder/layer_0/ln_cross/scale",
-    "decoder/layer_0/ln_ffn/bias", "decoder/layer_0/ln_ffn/scale", "decoder/layer_0/ln_self/bias",
-    "decoder/layer_0/ln_self/scale", "decoder/layer_0/self_attn/key/kernel", "decoder/layer_0/self_attn/out/kernel",
-    "decoder/layer_0/self_attn/query/kernel", "decoder/layer_0/self_attn/value/kernel", "embed/embedding",
-    "encoder/layer_0/ffn/wi/bias", "encoder/layer_0/ffn/wi/kernel", "encoder/layer_0/ffn/wo/bias",
-    "encoder/layer_0/ffn/wo/kernel", "encoder/layer_0/ln_attn/bias", "encoder/layer_0/ln_attn/scale",
-    "encoder/layer_0/ln_ffn/bias", "encoder/layer_0/ln_ffn/scale", "encoder/layer_0/self_attn/key/kernel",
-    "encoder/layer_0/self_attn/out/kernel", "encoder/layer_0/self_attn/query/kernel",
-    "encoder/layer_0/self_attn/value/kernel"]
+    "decoder/layer_0/cross_attn/key/kernel",
+    "decoder/layer_0/cross_attn/out/kernel",
+    "decoder/layer_0/cross_attn/query/kernel",
+    "decoder/layer_0/cross_attn/value/kernel",
+    "decoder/layer_0/ffn/wi/bias",
+    "decoder/layer_0/ffn/wi/kernel",
+    "decoder/layer_0/ffn/wo/bias",
+    "decoder/layer_0/ffn/wo/kernel",
+    "decoder/layer_0/ln_cross/bias",
+    "decoder/layer_0/ln_cross/scale",
+    "decoder/layer_0/ln_ffn/bias",
+    "decoder/layer_0/ln_ffn/scale",
+    "decoder/layer_0/ln_self/bias",
+    "decoder/layer_0/ln_self/scale",
+    "decoder/layer_0/self_attn/key/kernel",
+    "decoder/layer_0/self_attn/out/kernel",
+    "decoder/layer_0/self_attn/query/kernel",
+    "decoder/layer_0/self_attn/value/kernel",
+    "embed/embedding",
+    "encoder/layer_0/ffn/wi/bias",
+    "encoder/layer_0/ffn/wi/kernel",
+    "encoder/layer_0/ffn/wo/bias",
+    "encoder/layer_0/ffn/wo/kernel",
+    "encoder/layer_0/ln_attn/bias",
+    "encoder/layer_0/ln_attn/scale",
+    "encoder/layer_0/ln_ffn/bias",
+    "encoder/layer_0/ln_ffn/scale",
+    "encoder/layer_0/self_attn/key/kernel",
+    "encoder/layer_0/self_attn/out/kernel",
+    "encoder/layer_0/self_attn/query/kernel",
+    "encoder/layer_0/self_attn/value/kernel",
+]
 
 
 @pytest.mark.parametrize("fmt", ["safetensors", "npz"])

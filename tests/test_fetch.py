@@ -1,4 +1,5 @@
 """The Multi30k fetch command against a local gzip mirror of the reference copy (no test touches the network)."""
+
 import gzip
 import os
 import shutil
@@ -6,10 +7,11 @@ import subprocess
 import sys
 
 import pytest
+from test_data import SHARED_DATA, needs_shared_data
 
 from t2t_jax.data.fetch import MULTI30K_SHA256, fetch_multi30k
 from t2t_jax.errors import DataError
-from test_data import SHARED_DATA, needs_shared_data
+
 
 @pytest.fixture
 def mirror(tmp_path):
@@ -22,8 +24,12 @@ def mirror(tmp_path):
 
 
 def fetch(to, source):
-    result = subprocess.run([sys.executable, "-m", "t2t_jax.data.fetch", "multi30k", "--to", str(to),
-                             "--from", source], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "t2t_jax.data.fetch", "multi30k", "--to", str(to), "--from", source],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return result.returncode, result.stdout + result.stderr
 
 
@@ -65,8 +71,21 @@ def test_a_mirror_with_other_bytes_is_one_clear_error(tmp_path, mirror):
 
 def test_the_main_job_without_data_names_the_fetch_command(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "T2T_DATA_DIR"}
-    result = subprocess.run([sys.executable, "-m", "t2t_jax.train", "--config", "experiments/multi30k.py",
-                             "--workdir", str(tmp_path / "w")], capture_output=True, text=True, timeout=120, env=env)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "t2t_jax.train",
+            "--config",
+            "experiments/multi30k.py",
+            "--workdir",
+            str(tmp_path / "w"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert result.returncode == 2
     assert "python -m t2t_jax.data.fetch multi30k --to DIR" in result.stderr and "Traceback" not in result.stderr
 

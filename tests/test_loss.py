@@ -1,4 +1,5 @@
 """Label-smoothed loss and metrics against a NumPy brute force over explicit target distributions."""
+
 import numpy as np
 import pytest
 

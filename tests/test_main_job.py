@@ -1,4 +1,5 @@
 """The README's main job on (a slice of) Multi30k with a tiny step budget, and --help of every command."""
+
 import glob
 import importlib.metadata
 import json
@@ -7,7 +8,6 @@ import sys
 
 import pytest
 from safetensors.numpy import load_file
-
 from test_data import SHARED_DATA, needs_shared_data
 
 COMMANDS = ["train", "preprocess", "translate", "evaluate", "average", "export", "import_marian", "visualize", "ablate"]
@@ -45,10 +45,21 @@ def tensorboard_tags(directory):
 def test_main_job_command_train_average_evaluate_translate_export(tmp_path):
     slice_multi30k(tmp_path / "data", {"train": 3000, "val": 40, "test_2016_flickr": 30})
     workdir = tmp_path / "work"
-    out = run("t2t_jax.train", "--config", "experiments/multi30k.py", "--workdir", str(workdir),
-              f"--config.data.data_dir={tmp_path / 'data'}", "--config.model.vocab_size=1000",
-              "--config.data.batch_tokens=1024", "--config.train.steps=30", "--config.train.log_every=10",
-              "--config.train.eval_every=10", "--config.train.bleu_every=20", "--config.checkpoint.every_steps=10")
+    out = run(
+        "t2t_jax.train",
+        "--config",
+        "experiments/multi30k.py",
+        "--workdir",
+        str(workdir),
+        f"--config.data.data_dir={tmp_path / 'data'}",
+        "--config.model.vocab_size=1000",
+        "--config.data.batch_tokens=1024",
+        "--config.train.steps=30",
+        "--config.train.log_every=10",
+        "--config.train.eval_every=10",
+        "--config.train.bleu_every=20",
+        "--config.checkpoint.every_steps=10",
+    )
     assert "[#" in out and "ETA" in out and "dev BLEU" in out  # progress bar line, dev BLEU during training
     assert "averaged the checkpoints of steps [10, 20, 30]" in out and "final test" in out
     # Artefacts of the one command: resolved config, summary, curves, events, averaged params, report.
@@ -75,17 +86,44 @@ def test_main_job_command_train_average_evaluate_translate_export(tmp_path):
     # translate and export the averaged checkpoint.
     source = tmp_path / "in.en"
     source.write_text("A man is riding a bike.\n\nTwo dogs play in the snow.\n", encoding="utf-8")
-    run("t2t_jax.translate", "--workdir", str(workdir), "--checkpoint", "averaged", "--input", str(source),
-        "--output", str(tmp_path / "out.de"))
+    run(
+        "t2t_jax.translate",
+        "--workdir",
+        str(workdir),
+        "--checkpoint",
+        "averaged",
+        "--input",
+        str(source),
+        "--output",
+        str(tmp_path / "out.de"),
+    )
     lines = (tmp_path / "out.de").read_text(encoding="utf-8").split("\n")
     assert len(lines) >= 3 and lines[1] == ""  # an empty line stays empty and in place
     # compiled decoders were kept in the workdir; a second translate loads them and says the same
     assert any(path.name.startswith("jit_translate_ids") for path in (workdir / "jax_cache").iterdir())
-    run("t2t_jax.translate", "--workdir", str(workdir), "--checkpoint", "averaged", "--input", str(source),
-        "--output", str(tmp_path / "again.de"))
+    run(
+        "t2t_jax.translate",
+        "--workdir",
+        str(workdir),
+        "--checkpoint",
+        "averaged",
+        "--input",
+        str(source),
+        "--output",
+        str(tmp_path / "again.de"),
+    )
     assert (tmp_path / "again.de").read_text(encoding="utf-8").split("\n") == lines
-    run("t2t_jax.export", "--workdir", str(workdir), "--checkpoint", "averaged", "--format", "safetensors",
-        "--out", str(tmp_path / "export"))
+    run(
+        "t2t_jax.export",
+        "--workdir",
+        str(workdir),
+        "--checkpoint",
+        "averaged",
+        "--format",
+        "safetensors",
+        "--out",
+        str(tmp_path / "export"),
+    )
     tensors = load_file(str(tmp_path / "export" / "params.safetensors"))
     assert tensors["encoder/layer_0/self_attn/query/kernel"].shape == (256, 4, 64)
 
@@ -94,7 +132,9 @@ def test_main_job_command_train_average_evaluate_translate_export(tmp_path):
 def test_every_command_has_help(command):
     out = run(f"t2t_jax.{command}", "--help", timeout=120)
     assert out.startswith(f"usage: t2t-{command.replace('_', '-')}")
-    assert "--workdir" in out or command == "import_marian" and "--hf" in out or command == "preprocess" and "--out" in out
+    assert (
+        "--workdir" in out or command == "import_marian" and "--hf" in out or command == "preprocess" and "--out" in out
+    )
 
 
 def test_console_scripts_point_at_the_commands():

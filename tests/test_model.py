@@ -1,4 +1,5 @@
 """Model behaviour: causality, padding invariance, positions, parameter names, mixed precision."""
+
 import dataclasses
 import math
 
@@ -8,8 +9,7 @@ import numpy as np
 import pytest
 from flax.traverse_util import flatten_dict
 
-from t2t_jax.model import Transformer
-from t2t_jax.model import positions, precision
+from t2t_jax.model import Transformer, positions, precision
 from t2t_jax.train.state import init_params
 
 
@@ -35,7 +35,7 @@ def test_causality(tiny_config, ln):
         # logits at position p depend on targets[:p] (shifted right), so positions <= t are unchanged.
         np.testing.assert_allclose(out[:, : t + 1], base[:, : t + 1], atol=1e-5)
         if t < 8:
-            assert not np.allclose(out[:, t + 1:], base[:, t + 1:], atol=1e-5)
+            assert not np.allclose(out[:, t + 1 :], base[:, t + 1 :], atol=1e-5)
 
 
 @pytest.mark.parametrize("positions_kind", ["sinusoidal", "concat", "learned"])
@@ -86,9 +86,17 @@ def test_concat_table_is_t2t_formula():
 
 def test_explicit_parameter_names(tiny_config, tiny_params):
     names = set(flatten_dict(tiny_params, sep="/"))
-    for name in ["embed/embedding", "encoder/layer_1/self_attn/query/kernel", "encoder/layer_0/ln_attn/scale",
-                 "encoder/layer_0/ffn/wi/kernel", "encoder/layer_0/ffn/wo/bias", "decoder/layer_1/cross_attn/out/kernel",
-                 "decoder/layer_0/ln_self/bias", "decoder/layer_0/ln_cross/scale", "decoder/layer_0/ln_ffn/scale"]:
+    for name in [
+        "embed/embedding",
+        "encoder/layer_1/self_attn/query/kernel",
+        "encoder/layer_0/ln_attn/scale",
+        "encoder/layer_0/ffn/wi/kernel",
+        "encoder/layer_0/ffn/wo/bias",
+        "decoder/layer_1/cross_attn/out/kernel",
+        "decoder/layer_0/ln_self/bias",
+        "decoder/layer_0/ln_cross/scale",
+        "decoder/layer_0/ln_ffn/scale",
+    ]:
         assert name in names, name
     assert not any("Dense_" in n or "_0/" in n.replace("layer_0/", "") for n in names)
     assert not any(n.endswith("query/bias") for n in names)  # no q/k/v/o biases
@@ -101,7 +109,7 @@ def test_initialisation_scales():
 
     cfg = ModelConfig(vocab_size=4000, d_model=256, num_heads=4, d_ff=1024, encoder_layers=1, decoder_layers=1)
     flat = flatten_dict(init_params(cfg, seed=0), sep="/")
-    assert np.std(flat["embed/embedding"]) == pytest.approx(256 ** -0.5, rel=0.02)
+    assert np.std(flat["embed/embedding"]) == pytest.approx(256**-0.5, rel=0.02)
     # Glorot uniform on the 2-D view: var = 2 / (fan_in + fan_out).
     q = flat["encoder/layer_0/self_attn/query/kernel"]
     assert q.shape == (256, 4, 64)
@@ -138,7 +146,7 @@ def test_bf16_model_matches_float32(tiny_config, tiny_params):
     rounded = np.asarray(jnp.asarray(low).astype(jnp.bfloat16).astype(jnp.float32))
     assert np.mean(low != rounded) > 0.9  # accumulated and returned in float32, never rounded through bf16
     # bf16 matmul inputs cost ~2^-8 relative per product; measured max error 0.022 on logits up to 2.9 (2^-7)
-    np.testing.assert_allclose(low, ref, atol=2.0 ** -6 * np.abs(ref).max())
+    np.testing.assert_allclose(low, ref, atol=2.0**-6 * np.abs(ref).max())
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -151,8 +159,11 @@ def test_dropout_keeps_units_by_example_and_rescales_them_exactly(dtype):
     rate, rows, width = 0.1, 8, 4096
     x = jnp.asarray(np.random.default_rng(0).normal(size=(rows, width)) + 3.0).astype(dtype)
     ids = jnp.arange(rows, dtype=jnp.int32) + 100
-    drop = lambda x, ids: np.asarray(Dropout(rate).apply({}, x, ids, rngs={"dropout": jax.random.PRNGKey(1)})  # noqa: E731
-                                     .astype(jnp.float32))
+
+    def drop(x, ids):
+        out = Dropout(rate).apply({}, x, ids, rngs={"dropout": jax.random.PRNGKey(1)})
+        return np.asarray(out.astype(jnp.float32))
+
     out = drop(x, ids)
     kept = out != 0  # x is never 0 here (mean 3)
     exact = np.asarray((x.astype(jnp.float32) / np.float32(1 - rate)).astype(dtype).astype(jnp.float32))

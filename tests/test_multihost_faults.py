@@ -4,6 +4,7 @@ Every run is bounded by a timeout; the model is the smallest that trains (d 32, 
 References are independent runs: an uninterrupted run for the resumes, one process on the same global
 device count for pmap, and every example of an epoch counted from the workers' records for elastic resume.
 """
+
 import json
 import os
 import signal
@@ -19,10 +20,20 @@ pytestmark = pytest.mark.slow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKER = os.path.join(ROOT, "tests", "multihost_worker.py")
-TINY = ["--config.model.d_model=32", "--config.model.d_ff=64", "--config.model.num_heads=2",
-        "--config.model.encoder_layers=1", "--config.model.decoder_layers=1", "--config.data.batch_tokens=256",
-        "--config.train.tensorboard=False", "--config.train.log_every=5", "--config.train.eval_every=100000",
-        "--config.parallel.sync_every=5", "--config.checkpoint.every_minutes=0", "--config.checkpoint.keep=100"]
+TINY = [
+    "--config.model.d_model=32",
+    "--config.model.d_ff=64",
+    "--config.model.num_heads=2",
+    "--config.model.encoder_layers=1",
+    "--config.model.decoder_layers=1",
+    "--config.data.batch_tokens=256",
+    "--config.train.tensorboard=False",
+    "--config.train.log_every=5",
+    "--config.train.eval_every=100000",
+    "--config.parallel.sync_every=5",
+    "--config.checkpoint.every_minutes=0",
+    "--config.checkpoint.keep=100",
+]
 STEPS = 150
 
 
@@ -41,17 +52,28 @@ class Cluster:
         if logs is None:
             os.makedirs(self.workdir, exist_ok=True)
         logs = logs or os.path.dirname(self.workdir)
-        env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
-               "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1", **dict(env)}
+        env = {
+            **os.environ,
+            "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+            "JAX_PLATFORMS": "cpu",
+            "PYTHONUNBUFFERED": "1",
+            **dict(env),
+        }
         port = free_port()
         self.procs = []
         for i in range(processes):
             log = os.path.join(logs, f"{name}.p{i}.log")
             self.logs.append(log)
             with open(log, "w") as out:
-                self.procs.append(subprocess.Popen([sys.executable, WORKER, str(port), str(i), str(processes),
-                                                    self.workdir, *overrides], cwd=ROOT, env=env, stdout=out,
-                                                   stderr=subprocess.STDOUT))
+                self.procs.append(
+                    subprocess.Popen(
+                        [sys.executable, WORKER, str(port), str(i), str(processes), self.workdir, *overrides],
+                        cwd=ROOT,
+                        env=env,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                    )
+                )
 
     def output(self, i):
         with open(self.logs[i]) as log:
@@ -70,7 +92,9 @@ class Cluster:
             for p in self.procs:
                 p.wait(timeout=max(deadline - time.monotonic(), 1))
         except subprocess.TimeoutExpired:
-            pytest.fail(f"hang: still running after {timeout} s\n" + "\n---\n".join(map(self.output, range(len(self.procs)))))
+            pytest.fail(
+                f"hang: still running after {timeout} s\n" + "\n---\n".join(map(self.output, range(len(self.procs))))
+            )
         finally:
             for p in self.procs:
                 p.kill()
@@ -105,8 +129,17 @@ def assert_same_losses(workdir, reference, first_step=5):
 def uninterrupted(tmp_path_factory):
     """Two processes, STEPS steps, a timed checkpoint every second: no hang, both save the same steps."""
     workdir = tmp_path_factory.mktemp("uninterrupted") / "work"
-    cluster = run(workdir, 2, TINY + [f"--config.train.steps={STEPS}", "--config.checkpoint.every_steps=0",
-                                      "--config.checkpoint.every_minutes=0.0167"], name="uninterrupted")
+    cluster = run(
+        workdir,
+        2,
+        TINY
+        + [
+            f"--config.train.steps={STEPS}",
+            "--config.checkpoint.every_steps=0",
+            "--config.checkpoint.every_minutes=0.0167",
+        ],
+        name="uninterrupted",
+    )
     return cluster
 
 
@@ -135,8 +168,12 @@ def test_sigterm_to_one_process_saves_one_step_everywhere_and_resumes_exactly(tm
 def test_kill_9_of_one_process_ends_the_other_with_an_error_and_the_rerun_resumes(tmp_path, uninterrupted):
     workdir = tmp_path / "work"
     common = TINY + [f"--config.train.steps={STEPS}", "--config.checkpoint.every_steps=20"]
-    cluster = Cluster(workdir, 2, common + ["--config.parallel.watchdog_seconds=8",
-                                            "--config.parallel.heartbeat_seconds=120"], name="kill")
+    cluster = Cluster(
+        workdir,
+        2,
+        common + ["--config.parallel.watchdog_seconds=8", "--config.parallel.heartbeat_seconds=120"],
+        name="kill",
+    )
     cluster.wait_for("step 45/")
     cluster.procs[1].kill()
     began = time.monotonic()
@@ -155,9 +192,18 @@ def test_kill_9_of_one_process_ends_the_other_with_an_error_and_the_rerun_resume
 def test_a_hung_process_is_named_by_the_watchdog(tmp_path):
     """A peer that is alive but stuck (SIGSTOP: its sockets stay open, so no collective fails): the other
     process exits 75 with the watchdog's line, within the bound."""
-    cluster = Cluster(tmp_path / "work", 2, TINY + ["--config.train.steps=100000", "--config.checkpoint.every_steps=0",
-                                                    "--config.parallel.watchdog_seconds=6",
-                                                    "--config.parallel.heartbeat_seconds=120"], name="hung")
+    cluster = Cluster(
+        tmp_path / "work",
+        2,
+        TINY
+        + [
+            "--config.train.steps=100000",
+            "--config.checkpoint.every_steps=0",
+            "--config.parallel.watchdog_seconds=6",
+            "--config.parallel.heartbeat_seconds=120",
+        ],
+        name="hung",
+    )
     cluster.wait_for("step 20/")
     cluster.procs[1].send_signal(signal.SIGSTOP)
     began = time.monotonic()
@@ -212,16 +258,30 @@ def write_corpus(prefix, lines, seed):
 def text_overrides(tmp_path, lines=240):
     write_corpus(tmp_path / "train", lines, seed=0)
     write_corpus(tmp_path / "val", 12, seed=1)
-    return TINY + ["--config.data.dataset=parallel_text", f"--config.data.train_prefix={tmp_path / 'train'}",
-                   f"--config.data.validation_prefix={tmp_path / 'val'}", "--config.model.vocab_size=32",
-                   "--config.checkpoint.every_steps=4"]
+    return TINY + [
+        "--config.data.dataset=parallel_text",
+        f"--config.data.train_prefix={tmp_path / 'train'}",
+        f"--config.data.validation_prefix={tmp_path / 'val'}",
+        "--config.model.vocab_size=32",
+        "--config.checkpoint.every_steps=4",
+    ]
 
 
 def test_elastic_resume_reads_every_example_once_per_epoch_and_final_stage_on_two(tmp_path):
     text = text_overrides(tmp_path)
     workdir = tmp_path / "work"
-    first = run(workdir, 2, text + ["--config.train.steps=7", "--config.final.average_last=2",
-                                    "--config.final.splits=validation", "--config.final.beam=2"], name="two")
+    first = run(
+        workdir,
+        2,
+        text
+        + [
+            "--config.train.steps=7",
+            "--config.final.average_last=2",
+            "--config.final.splits=validation",
+            "--config.final.beam=2",
+        ],
+        name="two",
+    )
     report = json.load(open(workdir / "eval" / "validation.averaged.json"))
     assert report["sentences"] == 12 and len(open(workdir / "eval" / "validation.averaged.hyp").readlines()) == 12
     assert "final validation (averaged" in first.output(0) and "final validation" not in first.output(1)
@@ -248,15 +308,31 @@ def test_object_store_workdir_stays_a_url_end_to_end(tmp_path):
     fake = {"T2T_FAKE_GCS": str(root), "T2T_CACHE_DIR": str(tmp_path / "cache")}  # tokenized shards: local
     text = text_overrides(tmp_path, lines=60) + ["--config.train.tensorboard=True", "--config.train.eval_every=4"]
     for processes, steps in ((2, 8), (1, 12)):
-        cluster = Cluster("gs://bucket/run", processes, text + [f"--config.train.steps={steps}",
-                                                                "--config.final.average_last=2",
-                                                                "--config.final.splits=validation"],
-                          name=f"gcs{processes}", logs=str(tmp_path), env=fake)
+        cluster = Cluster(
+            "gs://bucket/run",
+            processes,
+            text
+            + [f"--config.train.steps={steps}", "--config.final.average_last=2", "--config.final.splits=validation"],
+            name=f"gcs{processes}",
+            logs=str(tmp_path),
+            env=fake,
+        )
         assert cluster.wait() == [0] * processes, cluster.output(0)
     assert "resumed from the checkpoint at step 8 (gs://bucket/run/checkpoints)" in cluster.output(0)
     run_dir = root / "bucket" / "run"
-    for name in ("config.json", "spm.model", "history.jsonl", "summary.json", "curves.png", "final.json",
-                 "checkpoints/12", "best", "averaged/12", "averaged/spm.model", "eval/validation.averaged.json"):
+    for name in (
+        "config.json",
+        "spm.model",
+        "history.jsonl",
+        "summary.json",
+        "curves.png",
+        "final.json",
+        "checkpoints/12",
+        "best",
+        "averaged/12",
+        "averaged/spm.model",
+        "eval/validation.averaged.json",
+    ):
         assert (run_dir / name).exists(), name
     assert list((run_dir / "tensorboard").glob("events.out.tfevents.*"))
     assert not [p for p in (ROOT, tmp_path, os.getcwd()) if os.path.exists(os.path.join(p, "gs:"))]

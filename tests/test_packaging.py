@@ -1,9 +1,11 @@
 """Package metadata: every third-party module the package imports is a declared dependency (or an extra's)."""
+
 import ast
 import importlib.metadata
 import pathlib
 import re
 import sys
+
 import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -24,8 +26,11 @@ def imported_modules() -> dict[str, str]:
     found = {}
     for path in sorted((ROOT / "t2t_jax").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+            )
             for name in names:
                 found.setdefault(name.split(".")[0], str(path.relative_to(ROOT)))
     return found

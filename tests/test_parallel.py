@@ -13,14 +13,20 @@ from t2t_jax.train.state import create_state, make_optimizer
 from t2t_jax.train.step import eval_step, jit_train_step
 
 
-
 def test_eight_cpu_devices_are_visible():
     assert jax.device_count() == 8  # tests/conftest.py sets XLA_FLAGS before jax is imported
 
 
 def setup(extra=()):
-    config = load_config("experiments/smoke.py", ["--config.model.dropout=0.1", "--config.model.attention_dropout=0.1",
-                                                  "--config.data.batch_tokens=512", *extra])
+    config = load_config(
+        "experiments/smoke.py",
+        [
+            "--config.model.dropout=0.1",
+            "--config.model.attention_dropout=0.1",
+            "--config.data.batch_tokens=512",
+            *extra,
+        ],
+    )
     cfg = model_config(config)
     tx, _ = make_optimizer(config.optimizer, cfg)
     batches = make_data(config).train
@@ -66,8 +72,9 @@ def test_uneven_padding_is_normalised_by_global_tokens():
     sums = launcher.eval_step(launcher.put_state(params), launcher.put_batch(batch))
     single = eval_step(params, batch, model=model, label_smoothing=0.1)
     assert float(sums["tokens"]) == float(single["tokens"]) == float((batch["targets"] != 0).sum())
-    assert float(sums["loss"]) / float(sums["tokens"]) == pytest.approx(float(single["loss"]) / float(single["tokens"]),
-                                                                        rel=1e-5)
+    assert float(sums["loss"]) / float(sums["tokens"]) == pytest.approx(
+        float(single["loss"]) / float(single["tokens"]), rel=1e-5
+    )
     # And the update: one mesh step on the unevenly padded batch == one single-device step.
     single, _ = run_single(cfg, tx, model, [batch])
     mesh, _, _ = run_launcher("mesh", cfg, tx, model, [batch])

@@ -1,4 +1,5 @@
 """Parameter counts of every Table 3 row (vocab 37000, shared embeddings) vs the paper's figures."""
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -8,9 +9,26 @@ from t2t_jax.model import Transformer
 
 # Paper, Table 3 (millions). Rows the paper leaves blank have the base count (65M) by construction.
 EXPECTED_MILLIONS = {
-    "base": 65, "A_h1": 65, "A_h4": 65, "A_h16": 65, "A_h32": 65, "B_dk16": 58, "B_dk32": 60,
-    "C_n2": 36, "C_n4": 50, "C_n8": 80, "C_d256": 28, "C_d1024": 168, "C_dff1024": 53, "C_dff4096": 90,
-    "D_drop0.0": 65, "D_drop0.2": 65, "D_ls0.0": 65, "D_ls0.2": 65, "E_learned": 65, "big": 213,
+    "base": 65,
+    "A_h1": 65,
+    "A_h4": 65,
+    "A_h16": 65,
+    "A_h32": 65,
+    "B_dk16": 58,
+    "B_dk32": 60,
+    "C_n2": 36,
+    "C_n4": 50,
+    "C_n8": 80,
+    "C_d256": 28,
+    "C_d1024": 168,
+    "C_dff1024": 53,
+    "C_dff4096": 90,
+    "D_drop0.0": 65,
+    "D_drop0.2": 65,
+    "D_ls0.0": 65,
+    "D_ls0.2": 65,
+    "E_learned": 65,
+    "big": 213,
 }
 
 
@@ -61,8 +79,10 @@ def test_row_b_changes_only_key_size():
     assert (c_row.head_dim_k, c_row.d_ff) == (32, 2048)
 
 
-@pytest.mark.parametrize("recipe, table3_row, average", [
-    ("wmt14_ende_base", "base", 5), ("wmt14_ende_big", "big", 20), ("wmt14_enfr_big", None, 20)])
+@pytest.mark.parametrize(
+    "recipe, table3_row, average",
+    [("wmt14_ende_base", "base", 5), ("wmt14_ende_big", "big", 20), ("wmt14_enfr_big", None, 20)],
+)
 def test_wmt14_recipes_are_the_paper_models_and_batches(recipe, table3_row, average):
     """Table 2 recipes: the Table 3 model sizes, ~25k tokens per side (32,768 slots of packed rows hold
     ~28-29k real tokens on Europarl: bench/packing_density.py) in rows that split over 8 to 128 devices,

@@ -1,6 +1,7 @@
 """Tokenize once (data/preprocess.py) and stream (data/inputs.py): the batches equal an in-memory reference,
 shards split the corpus between processes, resume is exact through the prefetch, stale directories are
 refused, and an interrupted preprocessing leaves nothing that looks complete."""
+
 import json
 import os
 
@@ -12,9 +13,9 @@ from t2t_jax.data import records
 from t2t_jax.data.inputs import make_data, tokenized_dir
 from t2t_jax.data.pipeline import InMemoryExamples, PackedTrainBatches, TokenizedExamples
 from t2t_jax.data.preprocess import preprocess, sample_sentences
-from t2t_jax.errors import DataError
 from t2t_jax.data.text import read_parallel
 from t2t_jax.data.tokenizer import Tokenizer
+from t2t_jax.errors import DataError
 
 QUIET = dict(log=lambda *_: None)
 
@@ -34,21 +35,35 @@ def corpus_config(tmp_path, lines=700, extra=()):
     if not os.path.exists(f"{tmp_path}/train.en"):
         write_corpus(tmp_path / "train", lines, seed=0, empty_every=50, long_every=40)
         write_corpus(tmp_path / "dev", 20, seed=1)
-    return load_config("experiments/smoke.py", [
-        "--config.data.dataset=parallel_text", f"--config.data.train_prefix={tmp_path}/train",
-        f"--config.data.validation_prefix={tmp_path}/dev", "--config.data.max_length=32",
-        "--config.data.batch_tokens=256", "--config.model.vocab_size=44", *extra])
+    return load_config(
+        "experiments/smoke.py",
+        [
+            "--config.data.dataset=parallel_text",
+            f"--config.data.train_prefix={tmp_path}/train",
+            f"--config.data.validation_prefix={tmp_path}/dev",
+            "--config.data.max_length=32",
+            "--config.data.batch_tokens=256",
+            "--config.model.vocab_size=44",
+            *extra,
+        ],
+    )
 
 
 def reference_batches(config, tokenizer, count, process_index=0, process_count=1):
     """The pipeline as it was before tokenizing once: text in lists, encoded, filtered, packed in memory."""
-    sources, targets = read_parallel(f"{config.data.train_prefix}.en", f"{config.data.train_prefix}.de",
-                                     training=True, log=lambda *_: None)
+    sources, targets = read_parallel(
+        f"{config.data.train_prefix}.en", f"{config.data.train_prefix}.de", training=True, log=lambda *_: None
+    )
     src, tgt = tokenizer.encode_batch(sources), tokenizer.encode_batch(targets)
     keep = [i for i in range(len(src)) if max(len(src[i]), len(tgt[i])) <= config.data.max_length]
-    batches = PackedTrainBatches(InMemoryExamples([src[i] for i in keep], [tgt[i] for i in keep]), rows=8,
-                                 length=32, seed=config.train.seed, process_index=process_index,
-                                 process_count=process_count)
+    batches = PackedTrainBatches(
+        InMemoryExamples([src[i] for i in keep], [tgt[i] for i in keep]),
+        rows=8,
+        length=32,
+        seed=config.train.seed,
+        process_index=process_index,
+        process_count=process_count,
+    )
     return [next(batches) for _ in range(count)], len(keep)
 
 
@@ -70,18 +85,20 @@ def test_streamed_batches_equal_the_in_memory_reference_and_resume_exactly(tmp_p
     manifest = records.read_manifest(tmp_path / "work" / "tokenized")
     assert manifest["splits"]["train"]["pairs"] == 686 and manifest["splits"]["train"]["skipped_empty"] == 14
     assert sum(manifest["splits"]["train"]["length_histogram"].values()) == 686
-    assert (tmp_path / "work" / "spm.model").read_bytes() == (tmp_path / "work" / "tokenized" / "spm.model").read_bytes()
+    assert (tmp_path / "work" / "spm.model").read_bytes() == (
+        tmp_path / "work" / "tokenized" / "spm.model"
+    ).read_bytes()
 
 
 def test_parallel_shards_hold_the_corpus_in_order(tmp_path):
     config = corpus_config(tmp_path)
     one = preprocess(config, tmp_path / "one", workers=1, **QUIET)
-    many = preprocess(config, tmp_path / "many", vocabulary=tmp_path / "one" / "spm.model", workers=2,
-                      shard_pairs=64, **QUIET)
+    many = preprocess(
+        config, tmp_path / "many", vocabulary=tmp_path / "one" / "spm.model", workers=2, shard_pairs=64, **QUIET
+    )
     assert len(one["splits"]["train"]["shards"]) == 1 and len(many["splits"]["train"]["shards"]) == 11
     tokenizer = Tokenizer.load(tmp_path / "one" / "spm.model")
-    sources, targets = read_parallel(f"{tmp_path}/train.en", f"{tmp_path}/train.de", training=True,
-                                     log=lambda *_: None)
+    sources, targets = read_parallel(f"{tmp_path}/train.en", f"{tmp_path}/train.de", training=True, log=lambda *_: None)
     for directory, manifest in (("one", one), ("many", many)):
         src, tgt = records.TokenizedSplit(tmp_path / directory, "train", manifest).read_all()
         assert [s.tolist() for s in src] == [s.tolist() for s in tokenizer.encode_batch(sources)]
@@ -96,8 +113,10 @@ def test_two_process_shards_are_disjoint_and_cover_every_epoch(tmp_path):
     manifest = preprocess(config, directory, workers=1, **QUIET)
     split = records.TokenizedSplit(directory, "train", manifest)
     keep = np.flatnonzero((split.lengths() <= 32).all(axis=1)).astype(np.int32)
-    shards = [PackedTrainBatches(TokenizedExamples(split, keep), rows=4, length=32, seed=3, process_index=p,
-                                 process_count=2) for p in range(2)]
+    shards = [
+        PackedTrainBatches(TokenizedExamples(split, keep), rows=4, length=32, seed=3, process_index=p, process_count=2)
+        for p in range(2)
+    ]
     seen = [set(shard.order(0).tolist()) for shard in shards]
     assert not seen[0] & seen[1] and seen[0] | seen[1] == set(range(len(keep)))
     taken = [[], []]
@@ -155,8 +174,9 @@ def test_failed_preprocessing_leaves_nothing_that_looks_complete(tmp_path):
     assert records.read_manifest(tmp_path / "work" / "tokenized")["splits"]["train"]["pairs"] == 687
 
 
-@pytest.mark.parametrize("content, message", [(b"ok\nbad \xff\n", r"train\.en:2: invalid UTF-8"),
-                                              (b"", r"train\.en: file is empty")])
+@pytest.mark.parametrize(
+    "content, message", [(b"ok\nbad \xff\n", r"train\.en:2: invalid UTF-8"), (b"", r"train\.en: file is empty")]
+)
 def test_bad_text_is_one_error_naming_file_and_line(tmp_path, content, message):
     config = corpus_config(tmp_path)
     (tmp_path / "train.en").write_bytes(content)

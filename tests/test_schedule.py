@@ -1,4 +1,5 @@
 """The §5.3 learning-rate schedule against the formula evaluated by hand."""
+
 import math
 
 import pytest
@@ -12,19 +13,19 @@ SPEC = "constant*linear_warmup*rsqrt_decay*rsqrt_hidden_size"
 @pytest.mark.parametrize("s", [1, 4000, 16000])
 def test_paper_schedule(s):
     schedule = make_schedule(SPEC, constant=1.0, warmup_steps=4000, d_model=512)
-    expected = 512 ** -0.5 * min(s ** -0.5, s * 4000 ** -1.5)
+    expected = 512**-0.5 * min(s**-0.5, s * 4000**-1.5)
     assert math.isclose(float(schedule(s - 1)), expected, rel_tol=1e-5)
 
 
 def test_first_update_is_not_zero():
     schedule = make_schedule(SPEC, constant=1.0, warmup_steps=4000, d_model=512)
-    assert float(schedule(0)) == pytest.approx(512 ** -0.5 * 4000 ** -1.5, rel=1e-5)
+    assert float(schedule(0)) == pytest.approx(512**-0.5 * 4000**-1.5, rel=1e-5)
 
 
 @pytest.mark.parametrize("s", [1, 8000, 20000])
 def test_t2t_preset(s):
     schedule = make_schedule(SPEC, constant=2.0, warmup_steps=8000, d_model=512)
-    expected = 2.0 * 512 ** -0.5 * min(s ** -0.5, s * 8000 ** -1.5)
+    expected = 2.0 * 512**-0.5 * min(s**-0.5, s * 8000**-1.5)
     assert math.isclose(float(schedule(s - 1)), expected, rel_tol=1e-5)
 
 

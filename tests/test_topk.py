@@ -1,4 +1,5 @@
 """The two-pass top-k of the search equals ``lax.top_k`` over the materialised candidates, ties included."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,8 +13,16 @@ def reference(x, offset, k):
     return jax.lax.top_k((x + offset[..., None]).reshape(batch, rows * n), k)
 
 
-@pytest.mark.parametrize("rows,n,k,ties", [(4, 4 * CHUNK, 8, False), (4, 4 * CHUNK, 8, True), (1, 8 * CHUNK, 1, True),
-                                           (2, 2 * CHUNK, 4, True), (3, 100, 6, False)])
+@pytest.mark.parametrize(
+    "rows,n,k,ties",
+    [
+        (4, 4 * CHUNK, 8, False),
+        (4, 4 * CHUNK, 8, True),
+        (1, 8 * CHUNK, 1, True),
+        (2, 2 * CHUNK, 4, True),
+        (3, 100, 6, False),
+    ],
+)
 def test_two_pass_top_k_equals_lax_top_k(rows, n, k, ties):
     rng = np.random.default_rng(rows * n + k)
     for trial in range(5):
@@ -68,12 +77,16 @@ def test_decoding_with_two_passes_equals_one_pass(monkeypatch, beam):
     from t2t_jax.model import ModelConfig
     from t2t_jax.train.state import init_params
 
-    cfg = ModelConfig(vocab_size=4 * CHUNK, d_model=32, num_heads=2, d_ff=64, encoder_layers=1, decoder_layers=1,
-                      max_len=40)
+    cfg = ModelConfig(
+        vocab_size=4 * CHUNK, d_model=32, num_heads=2, d_ff=64, encoder_layers=1, decoder_layers=1, max_len=40
+    )
     params = init_params(cfg, seed=5)
     src = np.random.default_rng(0).integers(3, cfg.vocab_size, (3, 7)).astype(np.int32)
-    decode = lambda: jax.jit(translate_ids.__wrapped__, static_argnames=("cfg", "beam", "nbest"))(
-        params, src, cfg=cfg, beam=beam, nbest=beam)
+
+    def decode():
+        jitted = jax.jit(translate_ids.__wrapped__, static_argnames=("cfg", "beam", "nbest"))
+        return jitted(params, src, cfg=cfg, beam=beam, nbest=beam)
+
     two_pass = decode()
     monkeypatch.setattr(topk, "CHUNK", 7)  # no longer divides the vocabulary: one lax.top_k
     one_pass = decode()

@@ -1,4 +1,5 @@
 """Training end to end: a tiny model learns the reversal task; runs are reproducible."""
+
 import numpy as np
 import pytest
 
@@ -35,8 +36,7 @@ def run_steps(config, steps):
 
 
 def test_same_seed_same_losses_with_dropout():
-    config = load_config("experiments/smoke.py", ["--config.model.dropout=0.1",
-                                                   "--config.model.attention_dropout=0.1"])
+    config = load_config("experiments/smoke.py", ["--config.model.dropout=0.1", "--config.model.attention_dropout=0.1"])
     first, second = run_steps(config, 5), run_steps(config, 5)
     assert first == second
     other = load_config("experiments/smoke.py", ["--config.model.dropout=0.1", "--config.train.seed=1"])
@@ -49,8 +49,11 @@ def test_bfloat16_trains_like_float32(tmp_path):
     overrides = ["--config.train.steps=300", "--config.train.eval_every=300", "--config.train.log_every=300"]
     quiet = lambda *a, **k: None  # noqa: E731
     f32 = train(load_config("experiments/smoke.py", overrides), str(tmp_path / "f32"), printer=quiet)
-    bf16 = train(load_config("experiments/smoke.py", overrides + ["--config.model.dtype=bfloat16"]),
-                 str(tmp_path / "bf16"), printer=quiet)
+    bf16 = train(
+        load_config("experiments/smoke.py", overrides + ["--config.model.dtype=bfloat16"]),
+        str(tmp_path / "bf16"),
+        printer=quiet,
+    )
     first_loss = f32["history"][0]["loss"]
     assert bf16["final_eval"]["loss"] < 0.5 * first_loss
     assert bf16["final_eval"]["loss"] == pytest.approx(f32["final_eval"]["loss"], rel=0.15)

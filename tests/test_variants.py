@@ -1,12 +1,12 @@
 """Attention variants as data: every registered variant (and config alias) through the same checks, a toy
 variant that is one registry entry, and independent NumPy references for grouped-query and relative
 attention."""
+
 import dataclasses
 
 import jax
 import numpy as np
 import pytest
-
 from variant_checks import ALIASES, check_variant, logits_of, variant_settings
 
 from t2t_jax.errors import ConfigError
@@ -17,25 +17,40 @@ from t2t_jax.model.masks import attention_bias
 from t2t_jax.model.variants import AttentionVariant, ExtraParam
 from t2t_jax.train.state import init_params
 
+
 @pytest.mark.parametrize("name", [*variants.names(), *ALIASES])
 def test_every_variant_is_causal_padding_invariant_packable_cacheable_and_exported_as_its_record_says(
-        tiny_config, name):
+    tiny_config, name
+):
     check_variant(dataclasses.replace(tiny_config, **variant_settings(name)))
 
 
 def gated(query, key, value, bias, *, gate, dropout_rate=0.0, dropout_rng=None, deterministic=True, dtype="float32"):
     """The toy: eq. (1) with head h's output scaled by sigmoid(gate[h])."""
-    out = attention_functions.dot_product(query, key, value, bias, dropout_rate=dropout_rate,
-                                          dropout_rng=dropout_rng, deterministic=deterministic, dtype=dtype)
+    out = attention_functions.dot_product(
+        query,
+        key,
+        value,
+        bias,
+        dropout_rate=dropout_rate,
+        dropout_rng=dropout_rng,
+        deterministic=deterministic,
+        dtype=dtype,
+    )
     return (out * jax.nn.sigmoid(gate)[:, None]).astype(dtype)  # [b, q, h, d] * [h, 1]
 
 
 @pytest.fixture
 def toy_variant():
     """Adding a variant: this one entry (and its function above), nothing else."""
-    variant = variants.register(AttentionVariant(
-        "toy_gated", gated, params=(ExtraParam("toy_gate", "gate", lambda cfg: (cfg.num_heads,)),),
-        summary="dot-product with a learned sigmoid gate per head"))
+    variant = variants.register(
+        AttentionVariant(
+            "toy_gated",
+            gated,
+            params=(ExtraParam("toy_gate", "gate", lambda cfg: (cfg.num_heads,)),),
+            summary="dot-product with a learned sigmoid gate per head",
+        )
+    )
     yield variant
     variants.unregister("toy_gated")
 
@@ -45,7 +60,8 @@ def test_a_toy_variant_is_one_registry_entry(tiny_config, toy_variant):
     params = check_variant(cfg)  # config validation, parameters, cached decoding and exporters pick it up
     assert params["encoder"]["layer_0"]["self_attn"]["toy_gate"].shape == (4,)
     opened = jax.tree_util.tree_map_with_path(
-        lambda path, x: np.full_like(x, 30.0) if path[-1].key == "toy_gate" else x, params)  # sigmoid = 1
+        lambda path, x: np.full_like(x, 30.0) if path[-1].key == "toy_gate" else x, params
+    )  # sigmoid = 1
     plain = dataclasses.replace(tiny_config, attention="dot_product")
     src = np.random.default_rng(0).integers(3, 40, (2, 6)).astype(np.int32)
     np.testing.assert_allclose(logits_of(cfg, opened, src, src), logits_of(plain, params, src, src), atol=1e-5)
@@ -127,6 +143,9 @@ def test_relative_attention_with_clipping_equals_a_hand_computed_reference():
         real = segments.astype(bool)
         np.testing.assert_allclose(got[real], want[real], atol=1e-5)
     # one cached step: the query at position 4 alone, told its offset
-    step = np.asarray(attention_functions.relative(q[:, 4:5], k, v, bias[:, :, 4:5], rel_key=rel_key,
-                                                   rel_value=rel_value, query_offset=4))
+    step = np.asarray(
+        attention_functions.relative(
+            q[:, 4:5], k, v, bias[:, :, 4:5], rel_key=rel_key, rel_value=rel_value, query_offset=4
+        )
+    )
     np.testing.assert_allclose(step[:, 0], got[:, 4], atol=1e-6)

@@ -1,4 +1,5 @@
 """The checks every attention variant goes through (test_variants.py runs them over the registry)."""
+
 import numpy as np
 import pytest
 
@@ -9,8 +10,11 @@ from t2t_jax.model import Transformer, variants
 from t2t_jax.model.variants import EXPORT_FORMATS
 from t2t_jax.train.state import init_params
 
-ALIASES = {"multi_query": {"attention": "multi_query"}, "grouped_query": {"attention": "grouped_query", "kv_heads": 2},
-           "local": {"attention": "local", "local_window": 2}}
+ALIASES = {
+    "multi_query": {"attention": "multi_query"},
+    "grouped_query": {"attention": "grouped_query", "kv_heads": 2},
+    "local": {"attention": "local", "local_window": 2},
+}
 
 
 def variant_settings(name):
@@ -38,8 +42,13 @@ def check_packed_equals_alone(cfg, params):
 
     rng = np.random.default_rng(11)
     packer = RowPacker(rows=1, length=24)
-    examples = [(np.append(rng.integers(3, 40, n), 1).astype(np.int32),
-                 np.append(rng.integers(3, 40, n + 1), 1).astype(np.int32)) for n in (4, 6, 5)]
+    examples = [
+        (
+            np.append(rng.integers(3, 40, n), 1).astype(np.int32),
+            np.append(rng.integers(3, 40, n + 1), 1).astype(np.int32),
+        )
+        for n in (4, 6, 5)
+    ]
     assert all(packer.add(s, t) for s, t in examples)
     batch = packer.batch
     packed = np.asarray(Transformer(cfg).apply({"params": params}, **batch))[0]
@@ -64,8 +73,11 @@ def check_cached_decoding_is_exact(cfg, params, src=None):
 def check_exporters_follow_the_record(cfg):
     """A format accepts the config iff every sublayer's record lists it (and no window / shared kv heads)."""
     for fmt in EXPORT_FORMATS:
-        supported = all(fmt in cfg.attention_variant(kind).exporters for kind in variants.SUBLAYERS) \
-            and not cfg.local_window and cfg.key_value_heads == cfg.num_heads
+        supported = (
+            all(fmt in cfg.attention_variant(kind).exporters for kind in variants.SUBLAYERS)
+            and not cfg.local_window
+            and cfg.key_value_heads == cfg.num_heads
+        )
         if supported:
             check_exportable(cfg, fmt)
         else:

@@ -1,4 +1,5 @@
 """Checkpoint averaging (§6.1: last 5 for base, last 20 for big), params only, in float32."""
+
 from __future__ import annotations
 
 import json

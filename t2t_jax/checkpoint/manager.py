@@ -7,10 +7,11 @@ checkpoint that looks complete; a damaged latest checkpoint is skipped with a
 warning in favour of the previous one.  Restoring goes against an abstract
 target that carries the *current* sharding, so 8-device checkpoints load on 1.
 """
+
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import jax
 import orbax.checkpoint as ocp
@@ -29,6 +30,7 @@ def _manager(directory: epath.Path, keep: int, async_save: bool) -> ocp.Checkpoi
 
 def abstract_like(tree, sharding=None):
     """ShapeDtypeStructs of ``tree`` carrying ``sharding`` (default: each leaf's own)."""
+
     def leaf(x):
         return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding or getattr(x, "sharding", None))
 
@@ -43,8 +45,8 @@ class Checkpointer:
         self.workdir = workdir_path(workdir)
         self.latest = _manager(self.workdir / LATEST_DIR, keep, async_save)
         self.best = _manager(self.workdir / BEST_DIR, 1, async_save)
-        self.best_metric: Optional[float] = self._saved_best_metric()
-        self.last_saved: Optional[int] = self.latest.latest_step()  # for messages ("the last checkpoint")
+        self.best_metric: float | None = self._saved_best_metric()
+        self.last_saved: int | None = self.latest.latest_step()  # for messages ("the last checkpoint")
         self.damaged: set[int] = set()  # steps found unreadable by restore_latest
         self.log = log
 
@@ -70,7 +72,8 @@ class Checkpointer:
                 f"{what} (or the one before it, written in the background) failed: {type(error).__name__}: "
                 f"{str(error).strip().splitlines()[0][:300] if str(error).strip() else ''}; the last complete "
                 f"checkpoint is {'step ' + str(kept) if kept is not None else 'none'} in {manager.directory}. "
-                f"Check the workdir's free space and permissions, then rerun to resume") from None
+                f"Check the workdir's free space and permissions, then rerun to resume"
+            ) from None
 
     def is_better(self, metric: float) -> bool:
         """Whether ``metric`` (higher is better) beats the best slot's."""
@@ -82,8 +85,9 @@ class Checkpointer:
             self.best.wait_until_finished()
             for old in self.best.all_steps():
                 self.best.delete(old)
-            self.best.save(step, args=_save_args(state, data_state, {**config_dict, "_best_metric": metric}),
-                           force=True)
+            self.best.save(
+                step, args=_save_args(state, data_state, {**config_dict, "_best_metric": metric}), force=True
+            )
         self.best_metric = metric
 
     def _saved_best_metric(self):
@@ -104,12 +108,15 @@ class Checkpointer:
             except Exception as error:  # noqa: BLE001 - any unreadable checkpoint falls back the same way
                 self.damaged.add(step)
                 first = f"{type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
-                self.log(f"warning: checkpoint at step {step} is unreadable ({first}); falling back to the "
-                         f"previous one")
+                self.log(
+                    f"warning: checkpoint at step {step} is unreadable ({first}); falling back to the previous one"
+                )
         if steps:
-            raise CheckpointError(f"every checkpoint in {self.latest.directory} is unreadable (steps "
-                                  f"{sorted(steps)}; the newest: {first}); nothing was changed. To start over, "
-                                  f"move {self.latest.directory} away or use a new workdir")
+            raise CheckpointError(
+                f"every checkpoint in {self.latest.directory} is unreadable (steps "
+                f"{sorted(steps)}; the newest: {first}); nothing was changed. To start over, "
+                f"move {self.latest.directory} away or use a new workdir"
+            )
         return None
 
     def wait(self) -> None:
@@ -124,14 +131,18 @@ class Checkpointer:
 
 
 def _save_args(state, data_state, config_dict):
-    return ocp.args.Composite(state=ocp.args.StandardSave(state), data=ocp.args.JsonSave(data_state),
-                              config=ocp.args.JsonSave(config_dict))
+    return ocp.args.Composite(
+        state=ocp.args.StandardSave(state), data=ocp.args.JsonSave(data_state), config=ocp.args.JsonSave(config_dict)
+    )
 
 
 def restore(manager: ocp.CheckpointManager, step: int, abstract_state):
-    restored = manager.restore(step, args=ocp.args.Composite(
-        state=ocp.args.StandardRestore(abstract_state), data=ocp.args.JsonRestore(),
-        config=ocp.args.JsonRestore()))
+    restored = manager.restore(
+        step,
+        args=ocp.args.Composite(
+            state=ocp.args.StandardRestore(abstract_state), data=ocp.args.JsonRestore(), config=ocp.args.JsonRestore()
+        ),
+    )
     return restored["state"], restored["data"], restored["config"]
 
 
@@ -142,10 +153,13 @@ def check_compatible(saved: dict, current: dict) -> None:
     defaults = ModelConfig().to_dict()  # options added since the save read as their defaults
     saved_model = {**defaults, **saved.get("model", {})}
     current_model = {**defaults, **current.get("model", {})}
-    differing = sorted(k for k in set(saved_model) | set(current_model)
-                       if k != "dtype" and saved_model.get(k) != current_model.get(k))
+    differing = sorted(
+        k for k in set(saved_model) | set(current_model) if k != "dtype" and saved_model.get(k) != current_model.get(k)
+    )
     if differing:
-        details = ", ".join(f"model.{k}: saved {saved_model.get(k)!r} vs now {current_model.get(k)!r}"
-                            for k in differing)
-        raise ConfigError(f"the workdir holds checkpoints of a different model ({details}); use a new workdir "
-                          f"or the saved config")
+        details = ", ".join(
+            f"model.{k}: saved {saved_model.get(k)!r} vs now {current_model.get(k)!r}" for k in differing
+        )
+        raise ConfigError(
+            f"the workdir holds checkpoints of a different model ({details}); use a new workdir or the saved config"
+        )

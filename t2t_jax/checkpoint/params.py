@@ -3,6 +3,7 @@
 The evaluate / translate / export commands need params and the config, never the
 optimizer state; averaged checkpoints (params only) live in ``<workdir>/averaged``.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,9 @@ def alone_options(**options) -> ocp.CheckpointManagerOptions:
     multi-process run): reading params for inference, or the final stage's averaging on process 0."""
     if jax.process_count() > 1:
         index = jax.process_index()
-        options["multiprocessing_options"] = ocp.options.MultiprocessingOptions(primary_host=index,
-                                                                                  active_processes={index})
+        options["multiprocessing_options"] = ocp.options.MultiprocessingOptions(
+            primary_host=index, active_processes={index}
+        )
         options["create"] = False  # not supported with active_processes: callers create the directory
     return ocp.CheckpointManagerOptions(**options)
 

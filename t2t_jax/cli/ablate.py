@@ -5,6 +5,7 @@ Every selected row (a letter picks all its rows; ``base`` is always included) is
 base config, seed, data and step budget, then scored on the dev split: perplexity per wordpiece and
 sacreBLEU. A markdown table with the paper's own figures beside ours goes to DIR/table3.md (+ .json).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,9 +15,8 @@ import pathlib
 import runpy
 
 from t2t_jax.cli.common import fail, quiet_libraries
-from t2t_jax.errors import T2TError
 from t2t_jax.config import load_config
-from t2t_jax.errors import ConfigError
+from t2t_jax.errors import ConfigError, T2TError
 
 TABLE3 = pathlib.Path(__file__).resolve().parents[2] / "experiments" / "table3.py"
 
@@ -40,31 +40,47 @@ def row_overrides(row: str, rows: dict) -> list[str]:
 def run_row(row, base_config, overrides, steps, workdir, bleu_sentences, say, changes="-"):
     from t2t_jax.train.loop import train
 
-    config = load_config(base_config, overrides + [f"--config.train.steps={steps}",
-                                                   f"--config.train.eval_every={steps}",
-                                                   f"--config.train.bleu_every={steps}",
-                                                   f"--config.train.bleu_sentences={bleu_sentences}",
-                                                   "--config.train.bleu_beam=1"])
+    config = load_config(
+        base_config,
+        overrides
+        + [
+            f"--config.train.steps={steps}",
+            f"--config.train.eval_every={steps}",
+            f"--config.train.bleu_every={steps}",
+            f"--config.train.bleu_sentences={bleu_sentences}",
+            "--config.train.bleu_beam=1",
+        ],
+    )
     summary = train(config, str(workdir), printer=lambda *a, **k: None)
     final = summary["final_eval"]
     speeds = [h["tokens_per_s"] for h in summary["history"] if h["split"] == "train"][1:]  # skip compile
-    result = {"row": row, "changes": changes,
-              "params_m": summary["params"] / 1e6, "dev_ppl": math.exp(final["nll"]),
-              "dev_bleu": final.get("bleu"), "tokens_per_s": sum(speeds) / len(speeds) if speeds else None}
+    result = {
+        "row": row,
+        "changes": changes,
+        "params_m": summary["params"] / 1e6,
+        "dev_ppl": math.exp(final["nll"]),
+        "dev_bleu": final.get("bleu"),
+        "tokens_per_s": sum(speeds) / len(speeds) if speeds else None,
+    }
     say(f"{row}: {result}", flush=True)
     return result
 
 
 def markdown(results, paper, command) -> str:
-    lines = [f"Command: `{command}`", "",
-             "| row | changes | params (M) | dev PPL | dev BLEU | tokens/s | paper PPL | paper BLEU | paper params |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Command: `{command}`",
+        "",
+        "| row | changes | params (M) | dev PPL | dev BLEU | tokens/s | paper PPL | paper BLEU | paper params |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
         p_ppl, p_bleu, p_params = paper.get(r["row"], (None, None, None))
         fmt = lambda x, f: "-" if x is None else format(x, f)  # noqa: E731
-        lines.append(f"| {r['row']} | {r['changes']} | {r['params_m']:.2f} | {r['dev_ppl']:.2f} | "
-                     f"{fmt(r['dev_bleu'], '.2f')} | {fmt(r['tokens_per_s'], ',.0f')} | {fmt(p_ppl, '.2f')} | "
-                     f"{fmt(p_bleu, '.1f')} | {fmt(p_params, 'd')} |")
+        lines.append(
+            f"| {r['row']} | {r['changes']} | {r['params_m']:.2f} | {r['dev_ppl']:.2f} | "
+            f"{fmt(r['dev_bleu'], '.2f')} | {fmt(r['tokens_per_s'], ',.0f')} | {fmt(p_ppl, '.2f')} | "
+            f"{fmt(p_bleu, '.1f')} | {fmt(p_params, 'd')} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -88,8 +104,18 @@ def main(argv=None):
         for row in rows:
             delta = row_overrides(row, table["ROWS"])
             changes = " ".join(o.removeprefix("--config.") for o in delta) or "-"
-            results.append(run_row(row, args.base_config, base_overrides + delta, args.steps, workdir / row,
-                                   args.bleu_sentences, print, changes))
+            results.append(
+                run_row(
+                    row,
+                    args.base_config,
+                    base_overrides + delta,
+                    args.steps,
+                    workdir / row,
+                    args.bleu_sentences,
+                    print,
+                    changes,
+                )
+            )
     except T2TError as error:
         fail(str(error))
     command = "python -m t2t_jax.ablate " + " ".join(argv if argv is not None else __import__("sys").argv[1:])

@@ -1,4 +1,5 @@
 """Shared CLI plumbing: --config with --config.a.b=v overrides, and one-line errors."""
+
 from __future__ import annotations
 
 import argparse

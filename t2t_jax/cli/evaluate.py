@@ -1,4 +1,5 @@
 """``python -m t2t_jax.evaluate --workdir DIR (--src FILE --ref FILE | --split test) [--checkpoint ...]``."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,8 +8,8 @@ import pathlib
 import ml_collections
 
 from t2t_jax.cli.common import fail, quiet_libraries, use_compilation_cache
-from t2t_jax.errors import T2TError
 from t2t_jax.data.text import read_parallel
+from t2t_jax.errors import T2TError
 from t2t_jax.workdir import Workdir
 
 
@@ -39,15 +40,26 @@ def main(argv=None):
         else:
             sources, references = read_parallel(args.src, args.ref, training=False)
         name = args.name or args.split or pathlib.Path(args.src).name
-        report = evaluate_texts(sources, references, model.tokenizer, model.params, model.cfg, target_lang=config["data"]["target_lang"],
-                                beam=args.beam, alpha=args.alpha, out_dir=Workdir(args.workdir).eval,
-                                name=f"{name}.{args.checkpoint}")
+        report = evaluate_texts(
+            sources,
+            references,
+            model.tokenizer,
+            model.params,
+            model.cfg,
+            target_lang=config["data"]["target_lang"],
+            beam=args.beam,
+            alpha=args.alpha,
+            out_dir=Workdir(args.workdir).eval,
+            name=f"{name}.{args.checkpoint}",
+        )
     except T2TError as error:
         fail(str(error))
-    print(f"checkpoint {args.checkpoint} (step {model.step}) on {name}: sacreBLEU {report['sacrebleu']['score']:.2f} "
-          f"({report['sacrebleu']['signature']}) | paper BLEU {report['paper_bleu']['score']:.2f} | "
-          f"chrF {report['chrf']['score']:.2f} | length ratio {report['length_ratio']:.3f} | "
-          f"{report['decode']['sentences_per_s']:.1f} sentences/s")
+    print(
+        f"checkpoint {args.checkpoint} (step {model.step}) on {name}: sacreBLEU {report['sacrebleu']['score']:.2f} "
+        f"({report['sacrebleu']['signature']}) | paper BLEU {report['paper_bleu']['score']:.2f} | "
+        f"chrF {report['chrf']['score']:.2f} | length ratio {report['length_ratio']:.3f} | "
+        f"{report['decode']['sentences_per_s']:.1f} sentences/s"
+    )
     print(f"report: {pathlib.Path(args.workdir) / 'eval'}/{name}.{args.checkpoint}.{{json,md,hyp}}")
 
 

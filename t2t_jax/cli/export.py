@@ -1,4 +1,5 @@
 """``python -m t2t_jax.export --workdir DIR [--checkpoint ...] --format safetensors|npz|hf-marian|torch --out OUT``."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,10 +18,16 @@ def main(argv=None):
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--checkpoint", default="latest", help="latest, best, averaged or a step number")
     parser.add_argument("--format", required=True, choices=FORMATS)
-    parser.add_argument("--out", required=True, help="output directory: new, empty, or a previous export of the "
-                        "same format (never the workdir)")
-    parser.add_argument("--overwrite", action="store_true", help="write into a non-empty directory (replaces only "
-                        "files of the export's own names)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        help="output directory: new, empty, or a previous export of the same format (never the workdir)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into a non-empty directory (replaces only files of the export's own names)",
+    )
     args = parser.parse_args(argv)
     quiet_libraries()
     import json

@@ -1,5 +1,6 @@
 """``python -m t2t_jax.import_marian --hf DIR --out WORKDIR``: a Marian model as a t2t_jax workdir
 (params checkpoint at WORKDIR/checkpoints, config.json, spm.model) ready for translate / evaluate / training."""
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,10 @@ def main(argv=None):
     source_spm = pathlib.Path(args.hf) / "source.spm"
     if source_spm.exists():
         shutil.copy(source_spm, Workdir(out).vocabulary)
-    print(f"imported {args.hf} -> {out} ({cfg.encoder_layers}+{cfg.decoder_layers} layers, d {cfg.d_model}, "
-          f"{cfg.activation}, LN eps {cfg.ln_epsilon})")
+    print(
+        f"imported {args.hf} -> {out} ({cfg.encoder_layers}+{cfg.decoder_layers} layers, d {cfg.d_model}, "
+        f"{cfg.activation}, LN eps {cfg.ln_epsilon})"
+    )
 
 
 if __name__ == "__main__":

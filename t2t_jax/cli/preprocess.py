@@ -4,6 +4,7 @@ Tokenize a config's training and validation splits once into DIR (data/preproces
 with ``--config.data.tokenized_dir=DIR``.  The train command does the same by itself when its tokenized
 directory is missing; run this beforehand for a big corpus, on a machine with many cores.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,8 +14,9 @@ from t2t_jax.errors import T2TError
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="t2t-preprocess", description="Tokenize a config's corpus once into "
-                                     "ArrayRecord shards with a manifest.")
+    parser = argparse.ArgumentParser(
+        prog="t2t-preprocess", description="Tokenize a config's corpus once into ArrayRecord shards with a manifest."
+    )
     parser.add_argument("--out", required=True, help="new directory for the shards, manifest and spm.model")
     parser.add_argument("--vocabulary", help="reuse this sentencepiece model instead of learning one")
     parser.add_argument("--workers", type=int, default=0, help="encoding processes (default: every core)")
@@ -23,8 +25,14 @@ def main(argv=None):
     from t2t_jax.data.preprocess import SHARD_PAIRS, preprocess
 
     try:
-        preprocess(config, args.out, vocabulary=args.vocabulary, workers=args.workers,
-                   shard_pairs=args.shard_pairs or SHARD_PAIRS, log=lambda message: print(message, flush=True))
+        preprocess(
+            config,
+            args.out,
+            vocabulary=args.vocabulary,
+            workers=args.workers,
+            shard_pairs=args.shard_pairs or SHARD_PAIRS,
+            log=lambda message: print(message, flush=True),
+        )
     except T2TError as error:
         fail(str(error))
 

@@ -3,6 +3,7 @@
 Trains (resuming from DIR), then, unless a signal stopped it, runs the configured final stage:
 checkpoint averaging and evaluation of ``final.splits`` (see t2t_jax/train/finish.py).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,8 +16,10 @@ from t2t_jax.errors import T2TError
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="t2t-train", description="Train a Transformer, then average and "
-                                     "evaluate as the config's `final` block says.")
+    parser = argparse.ArgumentParser(
+        prog="t2t-train",
+        description="Train a Transformer, then average and evaluate as the config's `final` block says.",
+    )
     parser.add_argument("--workdir", required=True, help="directory for config, summary and checkpoints")
     args, config = parse_with_config(parser, argv)
     quiet_libraries()
@@ -36,8 +39,10 @@ def main(argv=None):
     except jax.errors.JaxRuntimeError as error:
         if jax.process_count() == 1:
             raise
-        _leave(f"a collective with the other processes failed ({str(error).splitlines()[0][:300]}): another "
-               f"process has probably died; rerun every process to resume from the last complete checkpoint")
+        _leave(
+            f"a collective with the other processes failed ({str(error).splitlines()[0][:300]}): another "
+            f"process has probably died; rerun every process to resume from the last complete checkpoint"
+        )
     except Exception:
         if jax.process_count() == 1:
             raise

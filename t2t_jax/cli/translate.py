@@ -1,5 +1,6 @@
 """``python -m t2t_jax.translate --workdir DIR [--checkpoint latest|best|averaged|STEP] [--beam 4 --alpha 0.6
 --nbest N] < input > output`` (or ``--input`` / ``--output`` files)."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,8 +8,8 @@ import os
 import sys
 
 from t2t_jax.cli.common import fail, quiet_libraries, use_compilation_cache
-from t2t_jax.errors import DataError, T2TError
 from t2t_jax.data.text import read_lines
+from t2t_jax.errors import DataError, T2TError
 
 
 def build_parser():
@@ -31,29 +32,47 @@ def main(argv=None):
     from t2t_jax.decode.translate import load_for_inference, translate_texts
 
     if args.beam < 1 or not 1 <= args.nbest <= args.beam or args.tokens_per_batch < 1:
-        fail(f"--beam {args.beam} / --nbest {args.nbest} / --tokens-per-batch {args.tokens_per_batch}: need beam >= 1 "
-             f"(1 = greedy), 1 <= nbest <= beam, tokens per batch >= 1")
+        fail(
+            f"--beam {args.beam} / --nbest {args.nbest} / --tokens-per-batch {args.tokens_per_batch}: need beam >= 1 "
+            f"(1 = greedy), 1 <= nbest <= beam, tokens per batch >= 1"
+        )
     if args.output:
         check_writable(args.output)  # before decoding, not after: the translations would be lost
     try:
         texts = read_lines(args.input) if args.input else _stdin_lines()
         model = load_for_inference(args.workdir, args.checkpoint)
-        show = (lambda done, total: print(f"\rtranslated {done}/{total}", end="", file=sys.stderr, flush=True)) \
-            if args.input else None
-        translations = translate_texts(texts, model.tokenizer, model.params, model.cfg, beam=args.beam,
-                                       alpha=args.alpha, nbest=args.nbest, tokens_per_batch=args.tokens_per_batch,
-                                       log=lambda m: print(m, file=sys.stderr), progress=show)
+        show = (
+            (lambda done, total: print(f"\rtranslated {done}/{total}", end="", file=sys.stderr, flush=True))
+            if args.input
+            else None
+        )
+        translations = translate_texts(
+            texts,
+            model.tokenizer,
+            model.params,
+            model.cfg,
+            beam=args.beam,
+            alpha=args.alpha,
+            nbest=args.nbest,
+            tokens_per_batch=args.tokens_per_batch,
+            log=lambda m: print(m, file=sys.stderr),
+            progress=show,
+        )
     except T2TError as error:
         fail(str(error))
-    lines = ["\t".join(f"{h.text}\t{h.score:.4f}" for h in hyps) if args.nbest > 1 else hyps[0].text
-             for hyps in translations.hypotheses]
+    lines = [
+        "\t".join(f"{h.text}\t{h.score:.4f}" for h in hyps) if args.nbest > 1 else hyps[0].text
+        for hyps in translations.hypotheses
+    ]
     output = "\n".join(lines) + ("\n" if lines else "")
     if args.output:
         with open(args.output, "w", encoding="utf-8") as handle:
             handle.write(output)
         stats = translations.stats
-        print(f"\n{stats.sentences} sentences in {stats.seconds:.1f}s (checkpoint step {model.step}) -> "
-              f"{args.output}", file=sys.stderr)
+        print(
+            f"\n{stats.sentences} sentences in {stats.seconds:.1f}s (checkpoint step {model.step}) -> {args.output}",
+            file=sys.stderr,
+        )
     else:
         sys.stdout.write(output)
 
@@ -64,7 +83,7 @@ def _stdin_lines() -> list[str]:
     try:
         return data.decode("utf-8").splitlines()
     except UnicodeDecodeError as error:
-        line = data[:error.start].count(b"\n") + 1
+        line = data[: error.start].count(b"\n") + 1
         raise DataError(f"<stdin>:{line}: invalid UTF-8 ({error.reason} at byte {error.start})") from None
 
 

@@ -4,6 +4,7 @@ Translates the sentence (greedy), then writes one PNG per layer and attention ki
 decoder self, decoder cross) with a panel per head, as in the paper's Figures 3-5. Maps always come
 from the explicit dot-product path, also for models trained with the fused kernel.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,11 @@ from t2t_jax.errors import T2TError
 from t2t_jax.model.config import ATTENTION_KINDS
 from t2t_jax.workdir import Workdir
 
-KINDS = {("encoder", "self_attn"): "encoder_self", ("decoder", "self_attn"): "decoder_self",
-         ("decoder", "cross_attn"): "decoder_cross"}
+KINDS = {
+    ("encoder", "self_attn"): "encoder_self",
+    ("decoder", "self_attn"): "decoder_self",
+    ("decoder", "cross_attn"): "decoder_cross",
+}
 
 
 def attention_maps(params, cfg, inputs, targets):
@@ -74,8 +78,9 @@ def main(argv=None):
     except T2TError as error:
         fail(str(error))
     cfg, params, tokenizer = model.cfg, model.params, model.tokenizer
-    undrawable = sorted({cfg.attention_function(kind) for kind in ATTENTION_KINDS
-                         if cfg.attention_variant(kind).dot_scale is None})
+    undrawable = sorted(
+        {cfg.attention_function(kind) for kind in ATTENTION_KINDS if cfg.attention_variant(kind).dot_scale is None}
+    )
     if undrawable:
         fail(f"attention maps are drawn for softmax(q·kᵀ) variants (variants.py: dot_scale), not {undrawable}")
     inputs = tokenizer.encode(args.sentence)[None]

@@ -4,6 +4,7 @@ Every key a user may set exists here, so an override of a key that is not here
 is a typo and is rejected (see loading.py).  Defaults are the paper's base
 model on WMT14 EN-DE (Vaswani et al. 2017, §5, Table 3 "base").
 """
+
 from __future__ import annotations
 
 import dataclasses

@@ -3,12 +3,13 @@
 Unknown keys are an error that lists the valid keys at that level; values are
 parsed as Python literals and must keep the type of the default.
 """
+
 from __future__ import annotations
 
 import ast
 import importlib.util
 import pathlib
-from typing import Iterable
+from collections.abc import Iterable
 
 import ml_collections
 
@@ -50,8 +51,11 @@ def _where(error: BaseException, file: pathlib.Path) -> str:
     """``:LINE`` of the innermost frame of ``error`` inside ``file`` (empty when none is)."""
     import traceback
 
-    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__)
-             if pathlib.Path(frame.filename).resolve() == file.resolve()]
+    lines = [
+        frame.lineno
+        for frame in traceback.extract_tb(error.__traceback__)
+        if pathlib.Path(frame.filename).resolve() == file.resolve()
+    ]
     return f":{lines[-1]}" if lines else ""
 
 
@@ -66,7 +70,7 @@ def apply_override(config: ml_collections.ConfigDict, override: str) -> None:
     for depth, name in enumerate(parents):
         node = _child(node, name, ".".join(parents[:depth]))
         if not isinstance(node, ml_collections.ConfigDict):
-            raise ConfigError(f"config key {'.'.join(parents[:depth + 1])!r} is a value, not a section")
+            raise ConfigError(f"config key {'.'.join(parents[: depth + 1])!r} is a value, not a section")
     _child(node, leaf, ".".join(parents))
     old = node[leaf]
     with node.unlocked():
@@ -76,8 +80,10 @@ def apply_override(config: ml_collections.ConfigDict, override: str) -> None:
 def _child(node, name, where):
     if name not in node:
         valid = ", ".join(sorted(node.keys()))
-        raise ConfigError(f"unknown config key {((where + '.') if where else '') + name!r}; valid keys"
-                          f"{' under ' + where if where else ''}: {valid}")
+        raise ConfigError(
+            f"unknown config key {((where + '.') if where else '') + name!r}; valid keys"
+            f"{' under ' + where if where else ''}: {valid}"
+        )
     return node[name]
 
 

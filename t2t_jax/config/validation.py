@@ -3,6 +3,7 @@
 The model section is validated by ``ModelConfig`` (model/config.py); this covers the other sections.  A
 rule names the key, the value given and what is allowed: ``train.nonfinite = 'skp': choose one of ...``.
 """
+
 from __future__ import annotations
 
 from t2t_jax.errors import ConfigError
@@ -12,15 +13,40 @@ CHOICES = {
     "parallel.launcher": ("mesh", "pmap"),
     "data.spm_model_type": ("bpe", "unigram", "char", "word"),
 }
-AT_LEAST_ONE = ("train.steps", "train.log_every", "train.eval_every", "train.accum_steps", "checkpoint.keep",
-                "data.batch_tokens", "data.max_length", "data.spm_max_sentences", "parallel.sync_every",
-                "parallel.num_processes", "parallel.heartbeat_seconds", "train.bleu_beam", "final.beam")
-NOT_NEGATIVE = ("train.max_minutes", "train.bleu_every", "train.bleu_sentences",
-                "train.eval_batches", "checkpoint.every_steps", "checkpoint.every_minutes", "data.eval_tokens",
-                "data.preprocess_workers", "data.prefetch_batches",
-                "parallel.watchdog_seconds", "parallel.process_id", "final.average_last",
-                "final.alpha", "optimizer.warmup_steps", "optimizer.clip_norm", "optimizer.weight_decay",
-                "optimizer.constant")
+AT_LEAST_ONE = (
+    "train.steps",
+    "train.log_every",
+    "train.eval_every",
+    "train.accum_steps",
+    "checkpoint.keep",
+    "data.batch_tokens",
+    "data.max_length",
+    "data.spm_max_sentences",
+    "parallel.sync_every",
+    "parallel.num_processes",
+    "parallel.heartbeat_seconds",
+    "train.bleu_beam",
+    "final.beam",
+)
+NOT_NEGATIVE = (
+    "train.max_minutes",
+    "train.bleu_every",
+    "train.bleu_sentences",
+    "train.eval_batches",
+    "checkpoint.every_steps",
+    "checkpoint.every_minutes",
+    "data.eval_tokens",
+    "data.preprocess_workers",
+    "data.prefetch_batches",
+    "parallel.watchdog_seconds",
+    "parallel.process_id",
+    "final.average_last",
+    "final.alpha",
+    "optimizer.warmup_steps",
+    "optimizer.clip_norm",
+    "optimizer.weight_decay",
+    "optimizer.constant",
+)
 UNIT_INTERVAL = ("train.label_smoothing", "optimizer.b1", "optimizer.b2")  # [0, 1)
 
 
@@ -45,5 +71,7 @@ def validate_run_config(config) -> None:
         if not 0 <= _value(config, key) < 1:
             raise ConfigError(f"{key} = {_value(config, key)!r}: must be in [0, 1)")
     if config.parallel.process_id >= config.parallel.num_processes > 1:
-        raise ConfigError(f"parallel.process_id = {config.parallel.process_id}: must be below "
-                          f"parallel.num_processes = {config.parallel.num_processes}")
+        raise ConfigError(
+            f"parallel.process_id = {config.parallel.process_id}: must be below "
+            f"parallel.num_processes = {config.parallel.num_processes}"
+        )

@@ -12,6 +12,7 @@ share each new list as ``L[q::M]``; later epochs are whole permutations again.  
 every example is read exactly once per epoch.  The explicit head holds only the ragged part (where the N
 cursors disagree, plus the previous head), so it stays small: packing makes cursors drift apart slowly.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -11,6 +11,7 @@ Then ``T2T_DATA_DIR=DIR python -m t2t_jax.train --config experiments/multi30k.py
 ``wmt14``: tensorflow-datasets' preparation of ``wmt14_translate/<pair>`` as array_record into ``DIR``
 (``download_and_prepare``; tfds downloads from statmt.org), for ``--config.data.tfds_data_dir=DIR``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,8 +70,9 @@ def _read(source: str, name: str) -> bytes:
         with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT_SECONDS) as response:
             return response.read()
     except (urllib.error.URLError, OSError) as error:
-        raise DataError(f"{url}: cannot download ({error}); check the network or give a mirror with "
-                        f"--from URL_OR_DIR") from None
+        raise DataError(
+            f"{url}: cannot download ({error}); check the network or give a mirror with --from URL_OR_DIR"
+        ) from None
 
 
 def fetch_multi30k(to: str, source: str = MULTI30K_URL, log=print) -> dict:
@@ -91,8 +93,10 @@ def fetch_multi30k(to: str, source: str = MULTI30K_URL, log=print) -> dict:
         except (OSError, EOFError) as error:  # gzip.BadGzipFile is an OSError
             raise DataError(f"{source}/{name}.gz: not a valid gzip file ({error})") from None
         if sha256(data) != digest:
-            raise DataError(f"{source}/{name}.gz: sha256 {sha256(data)} of the gunzipped file, expected {digest} "
-                            f"(commit {MULTI30K_COMMIT[:12]}); the mirror serves a different file")
+            raise DataError(
+                f"{source}/{name}.gz: sha256 {sha256(data)} of the gunzipped file, expected {digest} "
+                f"(commit {MULTI30K_COMMIT[:12]}); the mirror serves a different file"
+            )
         with open(path + ".tmp", "wb") as file:
             file.write(data)
         os.replace(path + ".tmp", path)  # never a half-written file under the final name
@@ -100,8 +104,10 @@ def fetch_multi30k(to: str, source: str = MULTI30K_URL, log=print) -> dict:
         log(f"fetched {name} ({len(data):,} bytes, sha256 verified)")
     with open(os.path.join(folder, "PROVENANCE.md"), "w") as file:
         file.write(PROVENANCE.format(source=source))
-    log(f"{folder}: {len(MULTI30K_SHA256)} files verified ({len(done['fetched'])} fetched); "
-        f"train with T2T_DATA_DIR={to}")
+    log(
+        f"{folder}: {len(MULTI30K_SHA256)} files verified ({len(done['fetched'])} fetched); "
+        f"train with T2T_DATA_DIR={to}"
+    )
     return done
 
 
@@ -118,10 +124,15 @@ def prepare_wmt14(to: str, pair: str, log=print) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m t2t_jax.data.fetch", description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset", choices=["multi30k", "wmt14"])
-    parser.add_argument("--to", required=True, help="data directory (T2T_DATA_DIR for multi30k, "
-                                                    "data.tfds_data_dir for wmt14)")
-    parser.add_argument("--from", dest="source", default=MULTI30K_URL,
-                        help="multi30k: a mirror URL (https://, file://) or folder with the <split>.<lang>.gz files")
+    parser.add_argument(
+        "--to", required=True, help="data directory (T2T_DATA_DIR for multi30k, data.tfds_data_dir for wmt14)"
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        default=MULTI30K_URL,
+        help="multi30k: a mirror URL (https://, file://) or folder with the <split>.<lang>.gz files",
+    )
     parser.add_argument("--pair", choices=WMT14_PAIRS, default="de-en", help="wmt14: the language pair")
     args = parser.parse_args(argv)
     try:

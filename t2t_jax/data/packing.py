@@ -4,6 +4,7 @@ Row layout (DESIGN.md "Packing"): ``*_segmentation`` is 1..n per example and 0 o
 padding; ``*_position`` restarts at 0 for each example. The model shifts targets
 right per segment, so no segment sees the previous one's EOS.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -12,6 +12,7 @@ Evaluation: unpacked, sorted by length into a few bucket lengths (fixed shapes,
 few compilations), never dropping a sentence; rows padded to a multiple of the
 device count with empty rows that weigh nothing.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -56,8 +57,17 @@ class PackedTrainBatches:
     positions of this process's order, a cache that does not enter the state.
     """
 
-    def __init__(self, examples, *, rows: int, length: int, seed: int, process_index: int = 0,
-                 process_count: int = 1, read_block: int = 4096):
+    def __init__(
+        self,
+        examples,
+        *,
+        rows: int,
+        length: int,
+        seed: int,
+        process_index: int = 0,
+        process_count: int = 1,
+        read_block: int = 4096,
+    ):
         if not len(examples):
             raise ValueError("no training examples left after length filtering")
         self.examples = examples
@@ -81,7 +91,7 @@ class PackedTrainBatches:
     def _pair(self, epoch: int, cursor: int):
         block_epoch, first, pairs = self._block
         if block_epoch != epoch or not first <= cursor < first + len(pairs):
-            first, pairs = cursor, self.examples.read(self.order(epoch)[cursor:cursor + self.read_block])
+            first, pairs = cursor, self.examples.read(self.order(epoch)[cursor : cursor + self.read_block])
             self._block = (epoch, first, pairs)
         return pairs[cursor - first]
 
@@ -192,11 +202,11 @@ def eval_batches(sources, targets, *, tokens_per_batch: int, max_length: int, ro
     while start < len(order):
         length = bucket_length(lengths[order[start]], max_length)
         rows = max(tokens_per_batch // length // row_multiple, 1) * row_multiple
-        chosen = [i for i in order[start:start + rows] if bucket_length(lengths[i], max_length) == length]
+        chosen = [i for i in order[start : start + rows] if bucket_length(lengths[i], max_length) == length]
         batch = {"inputs": np.zeros((rows, length), np.int32), "targets": np.zeros((rows, length), np.int32)}
         for row, index in enumerate(chosen):
             for field, ids in (("inputs", sources[index][:length]), ("targets", targets[index][:length])):
-                batch[field][row, :len(ids)] = ids
+                batch[field][row, : len(ids)] = ids
         batches.append((batch, np.asarray(chosen)))
         start += len(chosen)
     return batches

@@ -10,6 +10,7 @@ the sample and ``workers + 1`` chunks of ``shard_pairs`` pairs, whatever the cor
 built in ``DIR.partial`` and renamed to DIR when complete, so an interrupted run never leaves a directory
 that looks complete (layout: data/records.py).
 """
+
 from __future__ import annotations
 
 import collections
@@ -25,9 +26,9 @@ import numpy as np
 from t2t_jax.data import manifest as manifest_lib
 from t2t_jax.data import records
 from t2t_jax.data.sources import describe_split, stream_pairs
+from t2t_jax.data.tokenizer import Tokenizer, train_tokenizer
 from t2t_jax.errors import DataError
 from t2t_jax.special_ids import SpecialIds
-from t2t_jax.data.tokenizer import Tokenizer, train_tokenizer
 from t2t_jax.workdir import workdir_path
 
 TOKENIZED_SPLITS = ("train", "validation")  # what training reads as ids; test is decoded from its text
@@ -35,8 +36,7 @@ SHARD_PAIRS = 100_000
 MAX_LENGTH_RECORDED = (1 << 16) - 1  # lengths table is uint16; longer sentences are filtered anyway
 
 
-def preprocess(config, out, *, vocabulary=None, workers: int = 0, shard_pairs: int = SHARD_PAIRS,
-               log=print) -> dict:
+def preprocess(config, out, *, vocabulary=None, workers: int = 0, shard_pairs: int = SHARD_PAIRS, log=print) -> dict:
     """Write the tokenized directory ``out`` for ``config``; reuse the sentencepiece model at ``vocabulary``
     when it exists (else learn one).  Returns the manifest."""
     out = workdir_path(out)
@@ -59,8 +59,10 @@ def preprocess(config, out, *, vocabulary=None, workers: int = 0, shard_pairs: i
         out.rmdir()  # empty (checked above)
     partial.rename(out)
     train = manifest["splits"]["train"]
-    log(f"preprocessed {train['pairs']:,} training pairs into {len(train['shards'])} shard(s) in {out} "
-        f"({manifest['seconds']:.0f} s, {workers} worker(s))")
+    log(
+        f"preprocessed {train['pairs']:,} training pairs into {len(train['shards'])} shard(s) in {out} "
+        f"({manifest['seconds']:.0f} s, {workers} worker(s))"
+    )
     return manifest
 
 
@@ -69,10 +71,21 @@ def _build(config, directory, vocabulary, workers, shard_pairs, log) -> dict:
     sources = {split: describe_split(config, split) for split in TOKENIZED_SPLITS}
     tokenizer, vocab_info = _vocabulary(config, vocabulary, directory, log)
     dtype = records.record_dtype(tokenizer.vocab_size)
-    splits = {split: _encode_split(config, split, tokenizer, directory, dtype, workers if split == "train" else 1,
-                                   shard_pairs, log) for split in TOKENIZED_SPLITS}
-    return {"format": records.FORMAT, "key": manifest_lib.key(config), "sources": sources,
-            "vocabulary": vocab_info, "dtype": np.dtype(dtype).name, "splits": splits, "workers": workers}
+    splits = {
+        split: _encode_split(
+            config, split, tokenizer, directory, dtype, workers if split == "train" else 1, shard_pairs, log
+        )
+        for split in TOKENIZED_SPLITS
+    }
+    return {
+        "format": records.FORMAT,
+        "key": manifest_lib.key(config),
+        "sources": sources,
+        "vocabulary": vocab_info,
+        "dtype": np.dtype(dtype).name,
+        "splits": splits,
+        "workers": workers,
+    }
 
 
 def _vocabulary(config, vocabulary, directory, log):
@@ -85,19 +98,32 @@ def _vocabulary(config, vocabulary, directory, log):
         data = config.data
         started = time.perf_counter()
         sample, seen = sample_sentences(stream_pairs(config, "train"), data.spm_max_sentences, config.train.seed)
-        log(f"learning a {config.model.vocab_size}-piece {data.spm_model_type} vocabulary from {len(sample):,} of "
-            f"{seen:,} training sentences")
-        tokenizer = train_tokenizer(sample, vocab_size=config.model.vocab_size, model_type=data.spm_model_type,
-                                    max_sentences=data.spm_max_sentences, seed=config.train.seed,
-                                    num_threads=os.cpu_count() or 1, ids=SpecialIds.of(config.model))
-        origin = {"learned_from_sentences": len(sample), "of": seen,
-                  "seconds": round(time.perf_counter() - started, 1)}
+        log(
+            f"learning a {config.model.vocab_size}-piece {data.spm_model_type} vocabulary from {len(sample):,} of "
+            f"{seen:,} training sentences"
+        )
+        tokenizer = train_tokenizer(
+            sample,
+            vocab_size=config.model.vocab_size,
+            model_type=data.spm_model_type,
+            max_sentences=data.spm_max_sentences,
+            seed=config.train.seed,
+            num_threads=os.cpu_count() or 1,
+            ids=SpecialIds.of(config.model),
+        )
+        origin = {"learned_from_sentences": len(sample), "of": seen, "seconds": round(time.perf_counter() - started, 1)}
     if tokenizer.vocab_size != config.model.vocab_size:
-        raise DataError(f"{vocabulary} has {tokenizer.vocab_size} pieces but model.vocab_size = "
-                        f"{config.model.vocab_size}; use a fresh workdir or the matching vocab size")
+        raise DataError(
+            f"{vocabulary} has {tokenizer.vocab_size} pieces but model.vocab_size = "
+            f"{config.model.vocab_size}; use a fresh workdir or the matching vocab size"
+        )
     tokenizer.save(path)
-    return tokenizer, {"file": records.VOCABULARY, "sha256": records.file_sha256(path),
-                       "pieces": tokenizer.vocab_size, **origin}
+    return tokenizer, {
+        "file": records.VOCABULARY,
+        "sha256": records.file_sha256(path),
+        "pieces": tokenizer.vocab_size,
+        **origin,
+    }
 
 
 def sample_sentences(pairs, max_sentences: int, seed: int):
@@ -149,7 +175,8 @@ def _encode_split(config, split, tokenizer, directory, dtype, workers, shard_pai
                 shards.append(os.path.basename(task[1]))
                 if workers > 1 and pool is None and index == 1:  # a second chunk: worth the worker start-up
                     pool = multiprocessing.get_context("spawn").Pool(
-                        workers, initializer=_init_worker, initargs=(tokenizer.model_proto, tokenizer.ids))
+                        workers, initializer=_init_worker, initargs=(tokenizer.model_proto, tokenizer.ids)
+                    )
                 if pool is None:
                     _init_worker(tokenizer.model_proto, tokenizer.ids)
                     lengths_out.write(encode_chunk(task).tobytes())
@@ -171,10 +198,14 @@ def _encode_split(config, split, tokenizer, directory, dtype, workers, shard_pai
     lengths = _write_lengths(lengths_raw, directory / records.lengths_file(split), pairs)
     longest = lengths.max(axis=1)
     histogram = np.bincount(longest)
-    return {"shards": shards, "pairs": pairs, "skipped_empty": len(skipped),
-            "source_tokens": int(lengths[:, 0].sum(dtype=np.int64)),
-            "target_tokens": int(lengths[:, 1].sum(dtype=np.int64)),
-            "length_histogram": {int(n): int(c) for n, c in enumerate(histogram) if c}}
+    return {
+        "shards": shards,
+        "pairs": pairs,
+        "skipped_empty": len(skipped),
+        "source_tokens": int(lengths[:, 0].sum(dtype=np.int64)),
+        "target_tokens": int(lengths[:, 1].sum(dtype=np.int64)),
+        "length_histogram": {int(n): int(c) for n, c in enumerate(histogram) if c},
+    }
 
 
 _WORKER_TOKENIZER = None
@@ -209,8 +240,9 @@ def encode_chunk(task) -> np.ndarray:
 def _write_lengths(raw, path, pairs: int) -> np.ndarray:
     """The streamed raw lengths as a .npy file (header first, then the raw bytes); the raw file goes."""
     with path.open("wb") as out:
-        np.lib.format.write_array_header_1_0(out, {"descr": np.dtype(np.uint16).str, "fortran_order": False,
-                                                  "shape": (pairs, 2)})
+        np.lib.format.write_array_header_1_0(
+            out, {"descr": np.dtype(np.uint16).str, "fortran_order": False, "shape": (pairs, 2)}
+        )
         with raw.open("rb") as source:
             shutil.copyfileobj(source, out, 1 << 20)
     raw.unlink()

@@ -11,6 +11,7 @@ A tokenized directory (written by data/preprocess.py, read by the training input
 Record: little-endian ids of ``dtype`` (uint16 when the vocabulary fits, else int32):
 ``[source length, source ids..., target ids...]``; both sides end with EOS.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,7 +37,7 @@ def encode_pair(source: np.ndarray, target: np.ndarray, dtype) -> bytes:
 
 def decode_pair(record: bytes, dtype) -> tuple[np.ndarray, np.ndarray]:
     ids = np.frombuffer(record, dtype).astype(np.int32)
-    return ids[1:1 + ids[0]], ids[1 + ids[0]:]
+    return ids[1 : 1 + ids[0]], ids[1 + ids[0] :]
 
 
 def lengths_file(split: str) -> str:
@@ -70,8 +71,9 @@ class TokenizedSplit:
         self.dtype = np.dtype(manifest["dtype"])
         self.source = grain.sources.ArrayRecordDataSource([str(directory / name) for name in info["shards"]])
         if len(self.source) != info["pairs"]:
-            raise ValueError(f"{directory}: {split} shards hold {len(self.source)} pairs, the manifest says "
-                             f"{info['pairs']}")
+            raise ValueError(
+                f"{directory}: {split} shards hold {len(self.source)} pairs, the manifest says {info['pairs']}"
+            )
         self.lengths_path = directory / lengths_file(split)
 
     def __len__(self) -> int:

@@ -9,15 +9,15 @@ Datasets:
 token ids written once by data/preprocess.py (data/inputs.py assembles it); the text here is read by the
 preprocessing (streamed) and, for the small evaluation splits, by decoding and BLEU.
 """
+
 from __future__ import annotations
 
 import os
 import pathlib
 
 from t2t_jax.data import toy
-from t2t_jax.errors import DataError
 from t2t_jax.data.text import iter_parallel, read_parallel
-from t2t_jax.errors import ConfigError
+from t2t_jax.errors import ConfigError, DataError
 
 TOY_PREFIX = "toy_"
 SPLITS = ("train", "validation", "test")
@@ -29,11 +29,15 @@ FETCH_COMMAND = "python -m t2t_jax.data.fetch multi30k"  # data/fetch.py
 def data_dir(config) -> pathlib.Path:
     path = config.data.data_dir or os.environ.get("T2T_DATA_DIR", "")
     if not path:
-        raise ConfigError(f"no data directory: set data.data_dir or the T2T_DATA_DIR environment variable; to "
-                          f"get Multi30k run `{FETCH_COMMAND} --to DIR`, then T2T_DATA_DIR=DIR")
+        raise ConfigError(
+            f"no data directory: set data.data_dir or the T2T_DATA_DIR environment variable; to "
+            f"get Multi30k run `{FETCH_COMMAND} --to DIR`, then T2T_DATA_DIR=DIR"
+        )
     if not pathlib.Path(path).is_dir():
-        raise ConfigError(f"data directory {path} does not exist (data.data_dir / T2T_DATA_DIR); to get "
-                          f"Multi30k there run `{FETCH_COMMAND} --to {path}`")
+        raise ConfigError(
+            f"data directory {path} does not exist (data.data_dir / T2T_DATA_DIR); to get "
+            f"Multi30k there run `{FETCH_COMMAND} --to {path}`"
+        )
     return pathlib.Path(path)
 
 
@@ -55,8 +59,9 @@ def stream_pairs(config, split: str, skipped: list | None = None):
     if data.dataset in TFDS_NAMES:
         from t2t_jax.data.tfds_source import iter_tfds_pairs
 
-        return iter_tfds_pairs(data.dataset, split, data.source_lang, data.target_lang, data.tfds_data_dir or None,
-                               skipped=skipped)
+        return iter_tfds_pairs(
+            data.dataset, split, data.source_lang, data.target_lang, data.tfds_data_dir or None, skipped=skipped
+        )
     source_file, target_file = split_files(config, split)
     return iter_parallel(source_file, target_file, training=split == "train", skipped=skipped)
 
@@ -92,11 +97,14 @@ def split_files(config, split: str):
     elif data.dataset == "parallel_text":
         prefix = getattr(data, f"{split}_prefix")
         if not prefix:
-            raise ConfigError(f"data.{split}_prefix is empty: give the path of the {split} files without "
-                              f"the .{src}/.{tgt} suffix")
+            raise ConfigError(
+                f"data.{split}_prefix is empty: give the path of the {split} files without the .{src}/.{tgt} suffix"
+            )
     else:
-        raise ConfigError(f"data.dataset = {data.dataset!r}; known: multi30k, parallel_text, "
-                          f"{', '.join(TFDS_NAMES)}, {', '.join(TOY_PREFIX + t for t in toy.TASKS)}")
+        raise ConfigError(
+            f"data.dataset = {data.dataset!r}; known: multi30k, parallel_text, "
+            f"{', '.join(TFDS_NAMES)}, {', '.join(TOY_PREFIX + t for t in toy.TASKS)}"
+        )
     source_file, target_file = pathlib.Path(f"{prefix}.{src}"), pathlib.Path(f"{prefix}.{tgt}")
     for file in (source_file, target_file):
         if not file.exists():

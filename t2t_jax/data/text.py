@@ -3,6 +3,7 @@
 ``iter_parallel`` streams (constant memory, for preprocessing WMT-sized corpora); ``read_parallel`` is the
 list form for the small evaluation splits.  Both apply the same rules.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -48,8 +49,9 @@ def iter_parallel(source_path, target_path, *, training: bool, skipped: list | N
         if source is None or target is None:
             longer, shorter = (target_path, source_path) if source is None else (source_path, target_path)
             rest = 1 + sum(1 for _ in (targets if source is None else sources))
-            raise DataError(f"{longer} has {count + rest} lines but {shorter} has {count}; parallel files must "
-                            f"be line-aligned")
+            raise DataError(
+                f"{longer} has {count + rest} lines but {shorter} has {count}; parallel files must be line-aligned"
+            )
         count += 1
         if training and not (source.strip() and target.strip()):
             if skipped is not None:

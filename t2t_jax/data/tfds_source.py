@@ -7,6 +7,7 @@ Prepare once where there is network (array_record format), then point data.tfds_
 Splits: train, validation = newstest2013, test = newstest2014 (3003 sentences for en-de).  Examples are
 streamed in order (``iter_tfds_pairs``): the 4.5M / 36M training pairs never sit in a Python list.
 """
+
 from __future__ import annotations
 
 from t2t_jax.errors import DataError
@@ -25,14 +26,17 @@ def open_split(name: str, split: str, source_lang: str, target_lang: str, data_d
             f"{name} split {split!r} is not prepared under {data_dir or 'the tfds default data_dir'} and this "
             f"command never downloads ({type(error).__name__}). Prepare it where there is network with "
             f"`python -m t2t_jax.data.fetch wmt14 --pair {name.split('/')[1]} --to DIR`, then set "
-            f"--config.data.tfds_data_dir=DIR; or use data.dataset=parallel_text with local files.") from None
+            f"--config.data.tfds_data_dir=DIR; or use data.dataset=parallel_text with local files."
+        ) from None
     expected = EXPECTED_SIZES.get((name, split))
     if expected is not None and len(source) != expected:
         raise DataError(f"{name} {split}: {len(source)} examples, expected {expected} (newstest2014)")
     languages = set(name.split("/")[1].split("-"))
     if {source_lang, target_lang} != languages:
-        raise DataError(f"{name} has languages {sorted(languages)}; data.source_lang/target_lang are "
-                        f"{source_lang!r}/{target_lang!r}")
+        raise DataError(
+            f"{name} has languages {sorted(languages)}; data.source_lang/target_lang are "
+            f"{source_lang!r}/{target_lang!r}"
+        )
     return source
 
 

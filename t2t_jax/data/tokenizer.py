@@ -1,4 +1,5 @@
 """One shared sentencepiece vocabulary for source and target (special ids: t2t_jax/special_ids.py; no bos)."""
+
 from __future__ import annotations
 
 import io
@@ -12,7 +13,6 @@ from t2t_jax.special_ids import DEFAULT, UNK, SpecialIds
 from t2t_jax.workdir import workdir_path
 
 
-
 class Tokenizer:
     """Text <-> ids with the model's special ids: EOS appended on encode, decode stops at EOS, pads dropped."""
 
@@ -22,7 +22,7 @@ class Tokenizer:
         self.processor = spm.SentencePieceProcessor(model_proto=model_proto)
 
     @classmethod
-    def load(cls, path, ids: SpecialIds = DEFAULT) -> "Tokenizer":
+    def load(cls, path, ids: SpecialIds = DEFAULT) -> Tokenizer:
         return cls(workdir_path(path).read_bytes(), ids)
 
     def save(self, path) -> None:
@@ -55,8 +55,16 @@ class Tokenizer:
         return [i for i in ids if i != self.ids.pad]
 
 
-def train_tokenizer(sentences, *, vocab_size: int, model_type: str = "bpe", max_sentences: int = 2_000_000,
-                    seed: int = 0, num_threads: int = 2, ids: SpecialIds = DEFAULT) -> Tokenizer:
+def train_tokenizer(
+    sentences,
+    *,
+    vocab_size: int,
+    model_type: str = "bpe",
+    max_sentences: int = 2_000_000,
+    seed: int = 0,
+    num_threads: int = 2,
+    ids: SpecialIds = DEFAULT,
+) -> Tokenizer:
     """Train on ``sentences`` (a capped random sample for big corpora), with pad and eos at ``ids``."""
     sentences = [s for s in sentences if s.strip()]
     if len(sentences) > max_sentences:
@@ -64,11 +72,24 @@ def train_tokenizer(sentences, *, vocab_size: int, model_type: str = "bpe", max_
     model = io.BytesIO()
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(sentences), model_writer=model, vocab_size=vocab_size, model_type=model_type,
-            pad_id=ids.pad, eos_id=ids.eos, unk_id=min({0, 1, UNK} - {ids.pad, ids.eos}), bos_id=-1, character_coverage=1.0,
-            input_sentence_size=max_sentences, shuffle_input_sentence=True, minloglevel=2,
-            num_threads=num_threads, hard_vocab_limit=True)
+            sentence_iterator=iter(sentences),
+            model_writer=model,
+            vocab_size=vocab_size,
+            model_type=model_type,
+            pad_id=ids.pad,
+            eos_id=ids.eos,
+            unk_id=min({0, 1, UNK} - {ids.pad, ids.eos}),
+            bos_id=-1,
+            character_coverage=1.0,
+            input_sentence_size=max_sentences,
+            shuffle_input_sentence=True,
+            minloglevel=2,
+            num_threads=num_threads,
+            hard_vocab_limit=True,
+        )
     except RuntimeError as error:
-        raise DataError(f"model.vocab_size = {vocab_size}: sentencepiece cannot build it from this corpus "
-                        f"({str(error).strip()}); lower model.vocab_size") from None
+        raise DataError(
+            f"model.vocab_size = {vocab_size}: sentencepiece cannot build it from this corpus "
+            f"({str(error).strip()}); lower model.vocab_size"
+        ) from None
     return Tokenizer(model.getvalue(), ids)

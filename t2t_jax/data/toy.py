@@ -3,6 +3,7 @@
 Ids follow DESIGN.md: 0 pad, 1 eos, 2 unk; symbols are 3..vocab-1.  Batch i is a
 pure function of (seed, i), so iteration is reproducible and resumable.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,14 +12,23 @@ TASKS = ("copy", "reverse")
 FIRST_SYMBOL = 3
 
 
-def toy_batch(task: str, index: int, *, seed: int, batch_size: int, length: int, vocab: int,
-              min_len: int, max_len: int, eos_id: int = 1) -> dict:
+def toy_batch(
+    task: str,
+    index: int,
+    *,
+    seed: int,
+    batch_size: int,
+    length: int,
+    vocab: int,
+    min_len: int,
+    max_len: int,
+    eos_id: int = 1,
+) -> dict:
     """One padded batch {inputs, targets} of shape [batch_size, length] (EOS included in both)."""
     if task not in TASKS:
         raise ValueError(f"unknown toy task {task!r}; known: {TASKS}")
     if not 1 <= min_len <= max_len < length:
-        raise ValueError(f"need 1 <= toy_min_length <= toy_max_length < max_length, got "
-                         f"{min_len}, {max_len}, {length}")
+        raise ValueError(f"need 1 <= toy_min_length <= toy_max_length < max_length, got {min_len}, {max_len}, {length}")
     rng = np.random.default_rng([seed, index])
     inputs = np.zeros((batch_size, length), np.int32)
     targets = np.zeros((batch_size, length), np.int32)
@@ -35,12 +45,14 @@ class ToyBatches:
     """This process's rows of global batch i (every process generates the same global batch); the state is
     the position i, the same on every process, so any process count resumes it."""
 
-    def __init__(self, task, *, seed, batch_size, length, vocab, min_len, max_len, start=0, process_index=0,
-                 process_count=1):
+    def __init__(
+        self, task, *, seed, batch_size, length, vocab, min_len, max_len, start=0, process_index=0, process_count=1
+    ):
         if batch_size % process_count:
             raise ValueError(f"a global batch of {batch_size} rows cannot be split over {process_count} processes")
-        self.kwargs = dict(seed=seed, batch_size=batch_size, length=length, vocab=vocab,
-                           min_len=min_len, max_len=max_len)
+        self.kwargs = dict(
+            seed=seed, batch_size=batch_size, length=length, vocab=vocab, min_len=min_len, max_len=max_len
+        )
         self.task = task
         self.position = start
         share = batch_size // process_count

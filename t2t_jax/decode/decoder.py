@@ -1,4 +1,5 @@
 """Bind the model to the searches: encode once, cached steps over per-sentence beam groups, one jit per shape."""
+
 from __future__ import annotations
 
 import functools
@@ -45,8 +46,9 @@ def _cached_step(model, params, encoded, input_segments, first_length, beam):
     def step(cache, tokens, index):
         step = decode_cache.step_of(cache, index, beam, batch, first_length)
         variables = {"params": params} if cache is None else {"params": params, "cache": cache.model}
-        logits, mutated = model.apply(variables, encoded, input_segments, tokens, step,
-                                      method=Transformer.decode_step, mutable=["cache"])
+        logits, mutated = model.apply(
+            variables, encoded, input_segments, tokens, step, method=Transformer.decode_step, mutable=["cache"]
+        )
         return logits, SearchCache(mutated["cache"], step.ancestry)
 
     return step, decode_cache.reorder, lambda cache, length: decode_cache.grow(cache, length, beam)
@@ -64,11 +66,24 @@ def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: flo
     phases = decode_cache.phases(cfg, batch, beam, max_len)
     step, reorder, grow = _cached_step(model, params, encoded, segments, phases[0], beam)
     if beam == 1:
-        tokens, score = greedy_search(step, batch, max_lengths, max_len, cfg.eos_id, cfg.pad_id,
-                                      phases=phases, grow_fn=grow)
+        tokens, score = greedy_search(
+            step, batch, max_lengths, max_len, cfg.eos_id, cfg.pad_id, phases=phases, grow_fn=grow
+        )
         return tokens[:, None], score[:, None]
-    return beam_search(step, batch, beam, alpha, max_lengths, max_len, cfg.eos_id, cfg.pad_id, nbest=nbest,
-                       reorder_fn=reorder, phases=phases, grow_fn=grow)
+    return beam_search(
+        step,
+        batch,
+        beam,
+        alpha,
+        max_lengths,
+        max_len,
+        cfg.eos_id,
+        cfg.pad_id,
+        nbest=nbest,
+        reorder_fn=reorder,
+        phases=phases,
+        grow_fn=grow,
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest"))
@@ -87,8 +102,9 @@ def translate_uncached(params, inputs, *, cfg: ModelConfig, beam: int = 1, alpha
         """``generated`` [rows, max_len] plays the cache: the tokens so far, re-read in full every step."""
         generated = jnp.zeros((rows, max_len), jnp.int32) if generated is None else generated
         generated = jnp.where(index > 0, generated.at[:, index - 1].set(last), generated)
-        logits = model.apply({"params": params}, encoded, inputs, generated, segments, all_real,
-                             method=Transformer.decode)
+        logits = model.apply(
+            {"params": params}, encoded, inputs, generated, segments, all_real, method=Transformer.decode
+        )
         return logits[:, index], generated
 
     if beam == 1:

@@ -13,6 +13,7 @@ stops once no alive hypothesis can beat the best finished one. With k = 1 this i
 only: with α > 0 a finished hypothesis's score rises with its length, so the search may extend the best
 non-EOS candidate past an EOS greedy would take. The decoder therefore runs ``greedy_search`` for beam 1.
 """
+
 from __future__ import annotations
 
 from typing import Any, NamedTuple
@@ -50,10 +51,12 @@ def length_penalty(length, alpha: float):
     return ((5.0 + jnp.asarray(length, jnp.float32)) / 6.0) ** alpha
 
 
-def greedy_search(step_fn, batch: int, max_lengths, max_len: int, eos_id: int, start_id: int = 0,
-                  phases=None, grow_fn=None):
+def greedy_search(
+    step_fn, batch: int, max_lengths, max_len: int, eos_id: int, start_id: int = 0, phases=None, grow_fn=None
+):
     """(tokens [batch, max_len], summed log-probs [batch]); positions after EOS hold pad (0).
     ``phases`` / ``grow_fn``: see ``run_loop``."""
+
     def advance(state: GreedyState, cache, logits) -> LoopCarry:
         logp, choice = log_softmax_top_k(logits.astype(jnp.float32)[:, None], jnp.zeros((batch, 1)), 1)
         choice = jnp.where(state.finished, 0, choice[:, 0])
@@ -80,7 +83,8 @@ def greedy_search(step_fn, batch: int, max_lengths, max_len: int, eos_id: int, s
 def _gather_beams(tree, indices):
     """tree leaves [batch, k, ...] -> [batch, len(indices[b]), ...] picking beams ``indices`` [batch, m]."""
     return jax.tree_util.tree_map(
-        lambda x: jnp.take_along_axis(x, indices.reshape(indices.shape + (1,) * (x.ndim - 2)), axis=1), tree)
+        lambda x: jnp.take_along_axis(x, indices.reshape(indices.shape + (1,) * (x.ndim - 2)), axis=1), tree
+    )
 
 
 def gather_rows(cache, source_beams):
@@ -91,13 +95,26 @@ def gather_rows(cache, source_beams):
     return jax.tree_util.tree_map(lambda leaf: leaf[rows], cache)
 
 
-def beam_search(step_fn, batch: int, beam: int, alpha: float, max_lengths, max_len: int, eos_id: int,
-                start_id: int = 0, nbest: int = 1, reorder_fn=gather_rows, phases=None, grow_fn=None):
+def beam_search(
+    step_fn,
+    batch: int,
+    beam: int,
+    alpha: float,
+    max_lengths,
+    max_len: int,
+    eos_id: int,
+    start_id: int = 0,
+    nbest: int = 1,
+    reorder_fn=gather_rows,
+    phases=None,
+    grow_fn=None,
+):
     """(sequences [batch, beam, max_len], scores [batch, beam]) best first; rows of step_fn are batch*beam.
 
-    ``reorder_fn(cache, source_beams [batch, beam])`` makes the cache follow the surviving hypotheses. Stops once no alive hypothesis can beat the ``nbest``-th
-    finished one (nbest=1: the best, §6.1); the first ``nbest`` rows are then exact, later rows are
-    whatever finished before the stop. ``phases`` / ``grow_fn``: see ``run_loop``."""
+    ``reorder_fn(cache, source_beams [batch, beam])`` makes the cache follow the surviving hypotheses.
+    Stops once no alive hypothesis can beat the ``nbest``-th finished one (nbest=1: the best, §6.1); the
+    first ``nbest`` rows are then exact, later rows are whatever finished before the stop.
+    ``phases`` / ``grow_fn``: see ``run_loop``."""
     vocab_rows = batch * beam
 
     def advance(state: BeamState, cache, logits) -> LoopCarry:
@@ -120,12 +137,18 @@ def beam_search(step_fn, batch: int, beam: int, alpha: float, max_lengths, max_l
         all_scores = jnp.concatenate([state.fin_scores, finished_score], axis=1)
         fin_scores, best = jax.lax.top_k(all_scores, beam)
         last = jnp.take_along_axis(token, keep, axis=1).reshape(-1)
-        return LoopCarry(BeamState(t + 1, alive_seqs, alive_logp, _gather_beams(all_seqs, best), fin_scores),
-                         cache, last)
+        return LoopCarry(
+            BeamState(t + 1, alive_seqs, alive_logp, _gather_beams(all_seqs, best), fin_scores), cache, last
+        )
 
     first_alive = jnp.where(jnp.arange(beam) == 0, 0.0, NEG_INF)  # one live beam at t=0: no duplicates
-    state = BeamState(0, jnp.zeros((batch, beam, max_len), jnp.int32), jnp.tile(first_alive, (batch, 1)),
-                      jnp.zeros((batch, beam, max_len), jnp.int32), jnp.full((batch, beam), NEG_INF))
+    state = BeamState(
+        0,
+        jnp.zeros((batch, beam, max_len), jnp.int32),
+        jnp.tile(first_alive, (batch, 1)),
+        jnp.zeros((batch, beam, max_len), jnp.int32),
+        jnp.full((batch, beam), NEG_INF),
+    )
     logits, cache = step_fn(None, jnp.full((vocab_rows,), start_id, jnp.int32), 0)
     carry = advance(state, cache, logits)
 

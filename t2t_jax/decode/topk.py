@@ -13,6 +13,7 @@ entries ordered as ``lax.top_k`` orders entries (value, then lower index), so ev
 of the k best chunks; those are re-sorted by position so the last pass breaks ties by lower original
 index, as ``lax.top_k`` does.
 """
+
 from __future__ import annotations
 
 import jax

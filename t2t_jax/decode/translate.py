@@ -1,4 +1,5 @@
 """Text in, text out: tokenize, sort by length, batch into a few fixed shapes, decode, restore order."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -69,16 +70,29 @@ def load_for_inference(workdir, checkpoint: str = "latest") -> LoadedModel:
     return LoadedModel(cfg, jax.device_put(params), tokenizer, config, step)
 
 
-def translate_texts(texts, tokenizer, params, cfg: ModelConfig, *, beam=4, alpha=0.6, nbest=1,
-                    tokens_per_batch=2048, log=print, progress=None) -> Translations:
+def translate_texts(
+    texts,
+    tokenizer,
+    params,
+    cfg: ModelConfig,
+    *,
+    beam=4,
+    alpha=0.6,
+    nbest=1,
+    tokens_per_batch=2048,
+    log=print,
+    progress=None,
+) -> Translations:
     """Every input line translated, in input order (empty in -> empty out); beam 1 = greedy."""
     check_beam(beam, nbest)
     ids = tokenizer.encode_batch(texts)
     overlong = [i for i, x in enumerate(ids) if len(x) > cfg.max_len]
     if overlong:
-        log(f"warning: {len(overlong)} line(s) longer than model.max_len = {cfg.max_len} tokens are truncated "
-            f"(first: line {overlong[0] + 1})")
-    ids = [x[:cfg.max_len] for x in ids]
+        log(
+            f"warning: {len(overlong)} line(s) longer than model.max_len = {cfg.max_len} tokens are truncated "
+            f"(first: line {overlong[0] + 1})"
+        )
+    ids = [x[: cfg.max_len] for x in ids]
     results = [[Hypothesis("", 0.0)] * nbest for _ in texts]
     todo = sorted((i for i, t in enumerate(texts) if t.strip()), key=lambda i: len(ids[i]))
     stats = DecodeStats()
@@ -86,17 +100,15 @@ def translate_texts(texts, tokenizer, params, cfg: ModelConfig, *, beam=4, alpha
     while start < len(todo):
         length = bucket_length(len(ids[todo[start]]), cfg.max_len)
         rows = max(tokens_per_batch // length, 1)
-        chosen = [i for i in todo[start:start + rows] if len(ids[i]) <= length]
+        chosen = [i for i in todo[start : start + rows] if len(ids[i]) <= length]
         batch = np.full((rows, length), cfg.pad_id, np.int32)
         for row, i in enumerate(chosen):
-            batch[row, :len(ids[i])] = ids[i]
+            batch[row, : len(ids[i])] = ids[i]
         began = time.perf_counter()
-        sequences, scores = jax.device_get(translate_ids(params, batch, cfg=cfg, beam=beam, alpha=alpha,
-                                                              nbest=nbest))
+        sequences, scores = jax.device_get(translate_ids(params, batch, cfg=cfg, beam=beam, alpha=alpha, nbest=nbest))
         stats.seconds += time.perf_counter() - began
         for row, i in enumerate(chosen):
-            results[i] = [Hypothesis(tokenizer.decode(sequences[row, k]), float(scores[row, k]))
-                          for k in range(nbest)]
+            results[i] = [Hypothesis(tokenizer.decode(sequences[row, k]), float(scores[row, k])) for k in range(nbest)]
             stats.tokens += tokenizer.length(sequences[row, 0])
         stats.sentences += len(chosen)
         start += len(chosen)

@@ -5,6 +5,7 @@
   reference, split hyphenated compounds as ``##AT##-##AT##``, then corpus BLEU on the tokens
   with no further tokenization (multi-bleu.perl). Reads ~0.7-1.5 higher than sacreBLEU.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,8 +18,14 @@ _COMPOUND = re.compile(r"(\S)-(\S)")
 def sacre_bleu(hypotheses, references) -> dict:
     metric = sacrebleu.metrics.BLEU(tokenize="13a")
     score = metric.corpus_score(list(hypotheses), [list(references)])
-    return {"score": score.score, "signature": str(metric.get_signature()), "bp": score.bp,
-            "sys_len": score.sys_len, "ref_len": score.ref_len, "text": str(score)}
+    return {
+        "score": score.score,
+        "signature": str(metric.get_signature()),
+        "bp": score.bp,
+        "sys_len": score.sys_len,
+        "ref_len": score.ref_len,
+        "text": str(score),
+    }
 
 
 def chrf(hypotheses, references) -> dict:
@@ -46,5 +53,8 @@ def paper_bleu(hypotheses, references, lang: str) -> dict:
     hyps = [tokenize(h) for h in hypotheses]
     refs = [tokenize(r) for r in references]
     score = sacrebleu.metrics.BLEU(tokenize="none", force=True).corpus_score(hyps, [refs])
-    return {"score": score.score, "protocol": f"moses-tokenized ({lang}) + ##AT## compound split, "
-                                              f"corpus BLEU on tokens (multi-bleu.perl)", "bp": score.bp}
+    return {
+        "score": score.score,
+        "protocol": f"moses-tokenized ({lang}) + ##AT## compound split, corpus BLEU on tokens (multi-bleu.perl)",
+        "bp": score.bp,
+    }

@@ -1,4 +1,5 @@
 """Decode a test set and write hypotheses plus a JSON and markdown report."""
+
 from __future__ import annotations
 
 import json
@@ -8,11 +9,20 @@ from t2t_jax.evaluate.bleu import chrf, paper_bleu, sacre_bleu
 from t2t_jax.workdir import workdir_path
 
 
-def evaluate_texts(sources, references, tokenizer, params, cfg, *, target_lang, beam, alpha, out_dir, name,
-                   log=print) -> dict:
+def evaluate_texts(
+    sources, references, tokenizer, params, cfg, *, target_lang, beam, alpha, out_dir, name, log=print
+) -> dict:
     translations = translate_texts(sources, tokenizer, params, cfg, beam=beam, alpha=alpha, log=log)
-    return write_report(translations.best, references, translations.stats, target_lang=target_lang, beam=beam,
-                        alpha=alpha, out_dir=out_dir, name=name)
+    return write_report(
+        translations.best,
+        references,
+        translations.stats,
+        target_lang=target_lang,
+        beam=beam,
+        alpha=alpha,
+        out_dir=out_dir,
+        name=name,
+    )
 
 
 def write_report(hypotheses, references, stats: DecodeStats, *, target_lang, beam, alpha, out_dir, name) -> dict:
@@ -22,12 +32,19 @@ def write_report(hypotheses, references, stats: DecodeStats, *, target_lang, bea
     (out_dir / f"{name}.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
     sacre = sacre_bleu(hypotheses, references)
     report = {
-        "name": name, "sentences": len(hypotheses), "beam": beam, "alpha": alpha,
-        "sacrebleu": sacre, "paper_bleu": paper_bleu(hypotheses, references, target_lang),
+        "name": name,
+        "sentences": len(hypotheses),
+        "beam": beam,
+        "alpha": alpha,
+        "sacrebleu": sacre,
+        "paper_bleu": paper_bleu(hypotheses, references, target_lang),
         "chrf": chrf(hypotheses, references),
         "length_ratio": sacre["sys_len"] / max(sacre["ref_len"], 1),
-        "decode": {"seconds": stats.seconds, "sentences_per_s": stats.sentences / max(stats.seconds, 1e-9),
-                   "target_tokens_per_s": stats.tokens / max(stats.seconds, 1e-9)},
+        "decode": {
+            "seconds": stats.seconds,
+            "sentences_per_s": stats.sentences / max(stats.seconds, 1e-9),
+            "target_tokens_per_s": stats.tokens / max(stats.seconds, 1e-9),
+        },
     }
     (out_dir / f"{name}.json").write_text(json.dumps(report, indent=2))
     (out_dir / f"{name}.md").write_text(markdown(report))
@@ -35,14 +52,19 @@ def write_report(hypotheses, references, stats: DecodeStats, *, target_lang, bea
 
 
 def markdown(report: dict) -> str:
-    return "\n".join([
-        f"# {report['name']}: {report['sentences']} sentences, beam {report['beam']}, alpha {report['alpha']}",
-        "",
-        "| metric | score |", "|---|---|",
-        f"| sacreBLEU (cased, 13a) | {report['sacrebleu']['score']:.2f} |",
-        f"| paper BLEU (Moses tok. + ##AT## splits) | {report['paper_bleu']['score']:.2f} |",
-        f"| chrF | {report['chrf']['score']:.2f} |",
-        f"| length ratio | {report['length_ratio']:.3f} |",
-        f"| decode sentences/s | {report['decode']['sentences_per_s']:.1f} |",
-        "", f"sacreBLEU signature: `{report['sacrebleu']['signature']}`", "",
-    ])
+    return "\n".join(
+        [
+            f"# {report['name']}: {report['sentences']} sentences, beam {report['beam']}, alpha {report['alpha']}",
+            "",
+            "| metric | score |",
+            "|---|---|",
+            f"| sacreBLEU (cased, 13a) | {report['sacrebleu']['score']:.2f} |",
+            f"| paper BLEU (Moses tok. + ##AT## splits) | {report['paper_bleu']['score']:.2f} |",
+            f"| chrF | {report['chrf']['score']:.2f} |",
+            f"| length ratio | {report['length_ratio']:.3f} |",
+            f"| decode sentences/s | {report['decode']['sentences_per_s']:.1f} |",
+            "",
+            f"sacreBLEU signature: `{report['sacrebleu']['signature']}`",
+            "",
+        ]
+    )

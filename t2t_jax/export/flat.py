@@ -3,6 +3,7 @@
 ``safetensors`` or ``npz`` plus ``config.json`` (the model config) and ``spm.model`` (the
 tokenizer) side by side. The names are the stable export keys documented in DESIGN.md.
 """
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,9 @@ import pathlib
 import shutil
 
 import numpy as np
-from t2t_jax.workdir import Workdir
 from flax.traverse_util import flatten_dict, unflatten_dict
+
+from t2t_jax.workdir import Workdir
 
 
 def flatten(params) -> dict[str, np.ndarray]:

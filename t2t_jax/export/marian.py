@@ -7,6 +7,7 @@ the d_model side of every kernel) maps one onto the other and leaves logits unch
 Marian also has biases on attention projections (exported as zeros), a zero
 ``final_logits_bias``, LayerNorm epsilon 1e-5, and decoder start = pad.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,9 @@ def _attention(prefix, p, perm, out):
         kernel = np.asarray(p[ours]["kernel"]).reshape(d, -1)
         out[f"{prefix}.{theirs}.weight"] = kernel[perm].T
         bias = p[ours].get("bias")
-        out[f"{prefix}.{theirs}.bias"] = np.zeros(kernel.shape[1], np.float32) if bias is None else \
-            np.asarray(bias).reshape(-1)
+        out[f"{prefix}.{theirs}.bias"] = (
+            np.zeros(kernel.shape[1], np.float32) if bias is None else np.asarray(bias).reshape(-1)
+        )
     kernel = np.asarray(p["out"]["kernel"]).reshape(-1, d)
     out[f"{prefix}.out_proj.weight"] = kernel[:, perm].T
     bias = p["out"].get("bias")
@@ -59,12 +61,17 @@ def to_marian_state(params, cfg: ModelConfig) -> dict[str, np.ndarray]:
     perm = channel_permutation(cfg.d_model)
     out = {}
     embedding = np.asarray(params["embed"]["embedding"])[:, perm]
-    for name in ("model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight",
-                 "lm_head.weight"):
+    for name in (
+        "model.shared.weight",
+        "model.encoder.embed_tokens.weight",
+        "model.decoder.embed_tokens.weight",
+        "lm_head.weight",
+    ):
         out[name] = embedding
     logits_bias = params["embed"].get("logits_bias")
-    out["final_logits_bias"] = (np.zeros(cfg.vocab_size, np.float32) if logits_bias is None
-                                else np.asarray(logits_bias))[None]
+    out["final_logits_bias"] = (
+        np.zeros(cfg.vocab_size, np.float32) if logits_bias is None else np.asarray(logits_bias)
+    )[None]
     for i in range(cfg.encoder_layers):
         p, pre = params["encoder"][f"layer_{i}"], f"model.encoder.layers.{i}"
         _attention(f"{pre}.self_attn", p["self_attn"], perm, out)
@@ -84,16 +91,33 @@ def to_marian_state(params, cfg: ModelConfig) -> dict[str, np.ndarray]:
 
 def marian_config(cfg: ModelConfig) -> dict:
     return {
-        "architectures": ["MarianMTModel"], "model_type": "marian", "vocab_size": cfg.vocab_size,
-        "decoder_vocab_size": cfg.vocab_size, "d_model": cfg.d_model, "encoder_layers": cfg.encoder_layers,
-        "decoder_layers": cfg.decoder_layers, "encoder_attention_heads": cfg.num_heads,
-        "decoder_attention_heads": cfg.num_heads, "encoder_ffn_dim": cfg.d_ff, "decoder_ffn_dim": cfg.d_ff,
-        "activation_function": cfg.activation, "max_position_embeddings": cfg.max_len, "scale_embedding": True,
-        "pad_token_id": cfg.pad_id, "eos_token_id": cfg.eos_id, "decoder_start_token_id": cfg.pad_id,
+        "architectures": ["MarianMTModel"],
+        "model_type": "marian",
+        "vocab_size": cfg.vocab_size,
+        "decoder_vocab_size": cfg.vocab_size,
+        "d_model": cfg.d_model,
+        "encoder_layers": cfg.encoder_layers,
+        "decoder_layers": cfg.decoder_layers,
+        "encoder_attention_heads": cfg.num_heads,
+        "decoder_attention_heads": cfg.num_heads,
+        "encoder_ffn_dim": cfg.d_ff,
+        "decoder_ffn_dim": cfg.d_ff,
+        "activation_function": cfg.activation,
+        "max_position_embeddings": cfg.max_len,
+        "scale_embedding": True,
+        "pad_token_id": cfg.pad_id,
+        "eos_token_id": cfg.eos_id,
+        "decoder_start_token_id": cfg.pad_id,
         # No forced_eos_token_id: like t2t_jax, a hypothesis cut at max length keeps its last token.
-        "forced_eos_token_id": None, "share_encoder_decoder_embeddings": True, "tie_word_embeddings": True,
-        "dropout": cfg.dropout, "attention_dropout": cfg.attention_dropout, "activation_dropout": cfg.relu_dropout,
-        "num_beams": 4, "max_length": cfg.max_len, "is_encoder_decoder": True,
+        "forced_eos_token_id": None,
+        "share_encoder_decoder_embeddings": True,
+        "tie_word_embeddings": True,
+        "dropout": cfg.dropout,
+        "attention_dropout": cfg.attention_dropout,
+        "activation_dropout": cfg.relu_dropout,
+        "num_beams": 4,
+        "max_length": cfg.max_len,
+        "is_encoder_decoder": True,
     }
 
 
@@ -123,7 +147,16 @@ def _write_tokenizer(out_dir: pathlib.Path, spm_path) -> None:
     shutil.copy(spm_path, out_dir / "source.spm")
     shutil.copy(spm_path, out_dir / "target.spm")
     (out_dir / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
-    (out_dir / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "MarianTokenizer", "eos_token": processor.id_to_piece(1),
-        "unk_token": processor.id_to_piece(2), "pad_token": processor.id_to_piece(0),
-        "model_max_length": 512, "separate_vocabs": False}, indent=2))
+    (out_dir / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "MarianTokenizer",
+                "eos_token": processor.id_to_piece(1),
+                "unk_token": processor.id_to_piece(2),
+                "pad_token": processor.id_to_piece(0),
+                "model_max_length": 512,
+                "separate_vocabs": False,
+            },
+            indent=2,
+        )
+    )

@@ -4,6 +4,7 @@ An export goes into a new or empty directory, or over a previous export of the s
 marker file); the run's workdir itself, a directory holding the workdir, or any other non-empty directory is
 refused unless ``--overwrite`` — and even then only files of the export's own names are replaced.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,15 +22,19 @@ def check_output_dir(out, *, kind: str, workdir=None, overwrite: bool = False) -
     if workdir is not None:
         work = pathlib.Path(os.path.abspath(workdir))
         if out == work or out in work.parents:
-            raise ExportError(f"--out {out} is the workdir {work} or holds it: the export would mix with the run's "
-                              f"checkpoints; give a new directory (e.g. {work / kind})")
+            raise ExportError(
+                f"--out {out} is the workdir {work} or holds it: the export would mix with the run's "
+                f"checkpoints; give a new directory (e.g. {work / kind})"
+            )
     if out.exists() and not out.is_dir():
         raise ExportError(f"--out {out} is a file, not a directory")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         marker = out / MARKER
         if not (marker.is_file() and marker.read_text().strip() == kind):
-            raise ExportError(f"--out {out} is not empty and is not a previous {kind} export; give a new or empty "
-                              f"directory, or --overwrite (replaces only the export's own files)")
+            raise ExportError(
+                f"--out {out} is not empty and is not a previous {kind} export; give a new or empty "
+                f"directory, or --overwrite (replaces only the export's own files)"
+            )
     return out
 
 

@@ -4,6 +4,7 @@ The attention side comes from the variant records (model/variants.py: ``exporter
 refused by every format until its record says otherwise; the structural options each format's model lacks
 are listed here. Flat formats (safetensors, npz) dump any params and need no check.
 """
+
 from __future__ import annotations
 
 from t2t_jax.errors import ExportError
@@ -13,8 +14,11 @@ FLAT_FORMATS = ("safetensors", "npz")
 
 
 def _attention_reasons(cfg: ModelConfig, fmt: str) -> list[str]:
-    reasons = [f"{kind} attention {cfg.attention_function(kind)!r}" for kind in ATTENTION_KINDS
-               if fmt not in cfg.attention_variant(kind).exporters]
+    reasons = [
+        f"{kind} attention {cfg.attention_function(kind)!r}"
+        for kind in ATTENTION_KINDS
+        if fmt not in cfg.attention_variant(kind).exporters
+    ]
     if cfg.local_window:
         reasons.append(f"model.local_window = {cfg.local_window}")
     if cfg.key_value_heads != cfg.num_heads:
@@ -36,8 +40,10 @@ def _marian_reasons(cfg: ModelConfig) -> list[str]:
 
 
 STRUCTURAL = {"hf-marian": _marian_reasons, "torch": lambda cfg: []}
-ALTERNATIVE = {"hf-marian": "--format torch (mirrors more options) or safetensors",
-               "torch": "--format safetensors (the params as they are)"}
+ALTERNATIVE = {
+    "hf-marian": "--format torch (mirrors more options) or safetensors",
+    "torch": "--format safetensors (the params as they are)",
+}
 
 
 def check_exportable(cfg: ModelConfig, fmt: str) -> None:

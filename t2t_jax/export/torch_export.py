@@ -1,4 +1,5 @@
 """``--format torch``: the state_dict of t2t_jax/export/torch_model.py plus that file, loadable with torch.load."""
+
 from __future__ import annotations
 
 import pathlib

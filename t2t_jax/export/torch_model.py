@@ -7,6 +7,7 @@ bias-free attention projections, ReLU FFN with biases, one shared embedding scal
     model = torch_model.Transformer(**blob["config"]); model.load_state_dict(blob["state_dict"])
     logits = model(input_ids, decoder_input_ids)   # decoder_input_ids start with pad (0)
 """
+
 import math
 
 import torch
@@ -38,7 +39,7 @@ class Attention(nn.Module):
     def forward(self, x, memory, allowed):
         b, q_len, _ = x.shape
         k_len = memory.shape[1]
-        q = self.query(x).view(b, q_len, self.heads, self.d_k).transpose(1, 2) * self.d_k ** -0.5
+        q = self.query(x).view(b, q_len, self.heads, self.d_k).transpose(1, 2) * self.d_k**-0.5
         k = self.key(memory).view(b, k_len, self.heads, self.d_k).transpose(1, 2)
         v = self.value(memory).view(b, k_len, self.heads, self.d_v).transpose(1, 2)
         logits = (q @ k.transpose(-1, -2)).masked_fill(~allowed[:, None], -1e9)
@@ -87,13 +88,41 @@ class Stack(nn.Module):
 
 
 class Transformer(nn.Module):
-    def __init__(self, vocab_size, d_model, num_heads, d_ff, encoder_layers, decoder_layers, d_k=None, d_v=None,
-                 ln="post", ln_epsilon=1e-6, positions="sinusoidal", max_len=256, pad_id=0, activation="relu",
-                 attention_bias=False, logits_bias=False, **_unused):
+    def __init__(
+        self,
+        vocab_size,
+        d_model,
+        num_heads,
+        d_ff,
+        encoder_layers,
+        decoder_layers,
+        d_k=None,
+        d_v=None,
+        ln="post",
+        ln_epsilon=1e-6,
+        positions="sinusoidal",
+        max_len=256,
+        pad_id=0,
+        activation="relu",
+        attention_bias=False,
+        logits_bias=False,
+        **_unused,
+    ):
         super().__init__()
         d_k, d_v = d_k or d_model // num_heads, d_v or d_model // num_heads
-        kw = dict(d_model=d_model, ln=ln, eps=ln_epsilon, positions=positions, max_len=max_len, heads=num_heads,
-                  d_k=d_k, d_v=d_v, d_ff=d_ff, activation=activation, bias=attention_bias)
+        kw = dict(
+            d_model=d_model,
+            ln=ln,
+            eps=ln_epsilon,
+            positions=positions,
+            max_len=max_len,
+            heads=num_heads,
+            d_k=d_k,
+            d_v=d_v,
+            d_ff=d_ff,
+            activation=activation,
+            bias=attention_bias,
+        )
         self.embed = nn.Embedding(vocab_size, d_model)
         self.logits_bias = nn.Parameter(torch.zeros(vocab_size)) if logits_bias else None
         self.encoder, self.decoder = Stack(False, encoder_layers, **kw), Stack(True, decoder_layers, **kw)

@@ -3,10 +3,11 @@
 Which function a sublayer runs, its extra parameters and whether the cached fast path applies all come
 from its record in variants.py; the decode caches' layout is decode_cache.py's.
 """
+
 from __future__ import annotations
 
 import itertools
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import flax.linen as nn
 import jax
@@ -30,20 +31,22 @@ class MultiHeadAttention(nn.Module):
     kind: str = "encoder_self"  # encoder_self | decoder_self | cross: picks the sublayer's variant
 
     @nn.compact
-    def __call__(self, inputs_q, inputs_kv, bias, rows, decode: Optional[str] = None,
-                 step: Optional[DecodeStep] = None):
+    def __call__(self, inputs_q, inputs_kv, bias, rows, decode: str | None = None, step: DecodeStep | None = None):
         """``decode``: None (training / teacher forcing), "self" (write this step's key/value into the
         fixed-size cache at ``step.index``) or "cross" (encoder keys/values projected once, then reused).
         When decoding, rows are [batch * step.beam] and ``inputs_kv`` of "cross" is [batch, ...]."""
         cfg = self.config
         h, dk, dv, kv = cfg.num_heads, cfg.head_dim_k, cfg.head_dim_v, cfg.key_value_heads
         to_heads = glorot_uniform(in_axis=0, out_axis=(1, 2))
-        query_proj = Projection("btd,dhk->bthk", (cfg.d_model, h, dk), to_heads, cfg.dtype, cfg.attention_bias,
-                                name="query")
-        key_proj = Projection("btd,dhk->bthk", (cfg.d_model, kv, dk), to_heads, cfg.dtype, cfg.attention_bias,
-                              name="key")
-        value_proj = Projection("btd,dhk->bthk", (cfg.d_model, kv, dv), to_heads, cfg.dtype, cfg.attention_bias,
-                                name="value")
+        query_proj = Projection(
+            "btd,dhk->bthk", (cfg.d_model, h, dk), to_heads, cfg.dtype, cfg.attention_bias, name="query"
+        )
+        key_proj = Projection(
+            "btd,dhk->bthk", (cfg.d_model, kv, dk), to_heads, cfg.dtype, cfg.attention_bias, name="key"
+        )
+        value_proj = Projection(
+            "btd,dhk->bthk", (cfg.d_model, kv, dv), to_heads, cfg.dtype, cfg.attention_bias, name="value"
+        )
         if decode == "self":  # a step has few rows: one product with [W_q | W_k | W_v] instead of three
             query, key, value = project_together(inputs_q, (query_proj, key_proj, value_proj), cfg.dtype)
         else:
@@ -55,11 +58,13 @@ class MultiHeadAttention(nn.Module):
                 key_t, value_t = decode_cache.write_self(self, key, value, step)
             out = self._attend_cached(query, self._share(key_t), self._share(value_t), bias, step, decode)
         else:
-            out = self._attend(query, self._share(key_proj(inputs_kv), axis=2), self._share(value_proj(inputs_kv), axis=2),
-                               bias, rows)
+            out = self._attend(
+                query, self._share(key_proj(inputs_kv), axis=2), self._share(value_proj(inputs_kv), axis=2), bias, rows
+            )
         from_heads = glorot_uniform(in_axis=(0, 1), out_axis=2)
-        return Projection("bthk,hkd->btd", (h, dv, cfg.d_model), from_heads, cfg.dtype, cfg.attention_bias,
-                          name="out")(out)
+        return Projection("bthk,hkd->btd", (h, dv, cfg.d_model), from_heads, cfg.dtype, cfg.attention_bias, name="out")(
+            out
+        )
 
     def _share(self, x, axis=1):
         """Multi-/grouped-query attention: each key/value head serves num_heads / kv_heads query heads
@@ -76,14 +81,31 @@ class MultiHeadAttention(nn.Module):
         if variant.query_offset:
             extra["query_offset"] = query_offset
         if self.is_mutable_collection("intermediates") and variant.dot_scale is not None:  # for visualize
-            weights = attention_weights(query, key, bias, scale=variant.dot_scale(query.shape[-1]),
-                                        dropout_rate=0.0, dropout_rng=None, deterministic=True, dtype=cfg.dtype)
+            weights = attention_weights(
+                query,
+                key,
+                bias,
+                scale=variant.dot_scale(query.shape[-1]),
+                dropout_rate=0.0,
+                dropout_rng=None,
+                deterministic=True,
+                dtype=cfg.dtype,
+            )
             self.sow("intermediates", "attention_weights", weights)
         dropout_rng = None
         if rows is not None and cfg.attention_dropout > 0.0:
             dropout_rng = (self.make_rng("dropout"), rows)
-        return variant.function(query, key, value, bias, dropout_rate=cfg.attention_dropout,
-                                dropout_rng=dropout_rng, deterministic=rows is None, dtype=cfg.dtype, **extra)
+        return variant.function(
+            query,
+            key,
+            value,
+            bias,
+            dropout_rate=cfg.attention_dropout,
+            dropout_rng=dropout_rng,
+            deterministic=rows is None,
+            dtype=cfg.dtype,
+            **extra,
+        )
 
     def _attend_cached(self, query, key_t, value_t, bias, step: DecodeStep, decode: str):
         """One decoding step on caches in decode_cache's layouts. The dot-product family: the ``beam``
@@ -142,5 +164,7 @@ def project_together(x, projections, dtype):
     if weights[0][1] is not None:
         y = y + jnp.concatenate([bias.reshape(-1) for _, bias in weights]).astype(y.dtype)
     ends = list(itertools.accumulate(k.shape[1] for k in kernels))
-    return [part.reshape(part.shape[:2] + kernel.shape[1:])
-            for part, (kernel, _) in zip(jnp.split(y, ends[:-1], axis=-1), weights)]
+    return [
+        part.reshape(part.shape[:2] + kernel.shape[1:])
+        for part, (kernel, _) in zip(jnp.split(y, ends[:-1], axis=-1), weights)
+    ]

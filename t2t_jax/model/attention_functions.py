@@ -7,6 +7,7 @@ broadcastable to [b, h, q, k]; it returns [b, q, h, d_v]. ``extra`` are the vari
 (by the keyword its record gives) and, for position-aware variants, ``query_offset``. ``dropout_rng`` is
 (key, example ids) so weight dropout is keyed per example (dropout.py).
 """
+
 from __future__ import annotations
 
 import jax
@@ -18,8 +19,7 @@ from t2t_jax.model.dropout import apply_keep_mask, row_keep_mask
 
 def attention_weights(query, key, bias, *, scale, dropout_rate, dropout_rng, deterministic, dtype):
     """softmax(q·kᵀ·scale + bias) [b, h, q, k] in float32, with optional dropout on the weights."""
-    logits = precision.einsum("bqhd,bkhd->bhqk", query * jnp.asarray(scale, query.dtype), key,
-                              dtype, jnp.float32)
+    logits = precision.einsum("bqhd,bkhd->bhqk", query * jnp.asarray(scale, query.dtype), key, dtype, jnp.float32)
     return softmax_weights(logits, bias, dropout_rate, dropout_rng, deterministic)
 
 
@@ -34,19 +34,35 @@ def softmax_weights(logits, bias, dropout_rate, dropout_rng, deterministic):
     return weights
 
 
-def dot_product(query, key, value, bias, *, dropout_rate=0.0, dropout_rng=None, deterministic=True,
-                dtype="float32"):
+def dot_product(query, key, value, bias, *, dropout_rate=0.0, dropout_rng=None, deterministic=True, dtype="float32"):
     """Scaled dot-product attention, eq. (1): softmax(QKᵀ/√d_k)V."""
-    weights = attention_weights(query, key, bias, scale=query.shape[-1] ** -0.5, dropout_rate=dropout_rate,
-                                dropout_rng=dropout_rng, deterministic=deterministic, dtype=dtype)
+    weights = attention_weights(
+        query,
+        key,
+        bias,
+        scale=query.shape[-1] ** -0.5,
+        dropout_rate=dropout_rate,
+        dropout_rng=dropout_rng,
+        deterministic=deterministic,
+        dtype=dtype,
+    )
     return precision.einsum("bhqk,bkhd->bqhd", weights, value, dtype)
 
 
-def dot_product_unscaled(query, key, value, bias, *, dropout_rate=0.0, dropout_rng=None,
-                         deterministic=True, dtype="float32"):
+def dot_product_unscaled(
+    query, key, value, bias, *, dropout_rate=0.0, dropout_rng=None, deterministic=True, dtype="float32"
+):
     """Dot-product attention without 1/√d_k: shows why the paper scales (§3.2.1)."""
-    weights = attention_weights(query, key, bias, scale=1.0, dropout_rate=dropout_rate,
-                                dropout_rng=dropout_rng, deterministic=deterministic, dtype=dtype)
+    weights = attention_weights(
+        query,
+        key,
+        bias,
+        scale=1.0,
+        dropout_rate=dropout_rate,
+        dropout_rng=dropout_rng,
+        deterministic=deterministic,
+        dtype=dtype,
+    )
     return precision.einsum("bhqk,bkhd->bqhd", weights, value, dtype)
 
 
@@ -60,13 +76,13 @@ def fused(query, key, value, bias, *, dropout_rate=0.0, dropout_rng=None, determ
     if bias is not None:
         bias = jnp.broadcast_to(bias, (batch, heads, q_len, key.shape[1]))
     dtype = jnp.dtype(dtype)
-    out = jax.nn.dot_product_attention(query.astype(dtype), key.astype(dtype), value.astype(dtype),
-                                       bias=None if bias is None else bias.astype(dtype))
+    out = jax.nn.dot_product_attention(
+        query.astype(dtype), key.astype(dtype), value.astype(dtype), bias=None if bias is None else bias.astype(dtype)
+    )
     return out.astype(dtype)
 
 
-def additive(query, key, value, bias, *, v, dropout_rate=0.0, dropout_rng=None, deterministic=True,
-             dtype="float32"):
+def additive(query, key, value, bias, *, v, dropout_rate=0.0, dropout_rng=None, deterministic=True, dtype="float32"):
     """Additive (Bahdanau) attention per head, the alternative §3.2.1 compares against:
     e_ij = vᵀ tanh(q_i + k_j) with q, k the projected queries/keys and v a learned [heads, d_k]."""
     hidden = jnp.tanh(query.astype(jnp.float32)[:, :, None] + key.astype(jnp.float32)[:, None])  # [b, q, k, h, d]
@@ -75,8 +91,20 @@ def additive(query, key, value, bias, *, v, dropout_rate=0.0, dropout_rng=None, 
     return precision.einsum("bhqk,bkhd->bqhd", weights, value, dtype)
 
 
-def relative(query, key, value, bias, *, rel_key, rel_value, query_offset=0, dropout_rate=0.0, dropout_rng=None,
-             deterministic=True, dtype="float32"):
+def relative(
+    query,
+    key,
+    value,
+    bias,
+    *,
+    rel_key,
+    rel_value,
+    query_offset=0,
+    dropout_rate=0.0,
+    dropout_rng=None,
+    deterministic=True,
+    dtype="float32",
+):
     """Relative position representations (Shaw et al. 2018; T2T ``dot_product_relative``): learned
     [2k+1, d] key and value embeddings of the clipped distance j - i, shared across heads.
     ``query_offset``: the absolute position of the first query (a cached decoding step's index)."""

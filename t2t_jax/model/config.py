@@ -4,10 +4,12 @@ Kept apart from the ml_collections run config so the model can be built from a
 checkpoint's saved config alone, and so a bad value fails at construction with a
 message naming the field instead of deep inside a trace.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from t2t_jax.errors import ConfigError
 from t2t_jax.model import variants
@@ -64,14 +66,16 @@ class ModelConfig:
         if self.d_model % self.num_heads and (self.d_k is None or self.d_v is None):
             raise ConfigError(
                 f"model.d_model = {self.d_model} is not divisible by model.num_heads = "
-                f"{self.num_heads}; change one of them or set model.d_k and model.d_v explicitly")
+                f"{self.num_heads}; change one of them or set model.d_k and model.d_v explicitly"
+            )
         for name in ("d_k", "d_v"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ConfigError(f"model.{name} = {value}: must be a positive integer or None")
         if self.kv_heads is not None and (self.kv_heads <= 0 or self.num_heads % self.kv_heads):
-            raise ConfigError(f"model.kv_heads = {self.kv_heads}: must be a positive divisor of model.num_heads = "
-                              f"{self.num_heads}")
+            raise ConfigError(
+                f"model.kv_heads = {self.kv_heads}: must be a positive divisor of model.num_heads = {self.num_heads}"
+            )
         if self.local_window < 0:
             raise ConfigError(f"model.local_window = {self.local_window}: must be >= 0 (0 = unrestricted)")
         _check_choice("ln", self.ln, LN_PLACEMENTS)
@@ -85,8 +89,10 @@ class ModelConfig:
             if chosen is not None:
                 _check_choice(f"{kind}_attention", chosen, functions)
                 if kind not in variants.get(chosen).sublayers:
-                    raise ConfigError(f"model.{kind}_attention = {chosen!r}: that variant is for "
-                                      f"{list(variants.get(chosen).sublayers)} only")
+                    raise ConfigError(
+                        f"model.{kind}_attention = {chosen!r}: that variant is for "
+                        f"{list(variants.get(chosen).sublayers)} only"
+                    )
         if self.attention == "local" and self.local_window <= 0:
             raise ConfigError("model.attention = 'local' needs model.local_window > 0 (the neighbourhood size r)")
         if self.attention == "grouped_query" and not (self.kv_heads and 1 < self.kv_heads < self.num_heads):
@@ -124,12 +130,11 @@ class ModelConfig:
         return self.d_v if self.d_v is not None else self.d_model // self.num_heads
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any]) -> "ModelConfig":
+    def from_mapping(cls, values: Mapping[str, Any]) -> ModelConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ConfigError(
-                f"unknown model key(s) {unknown}; valid keys: {sorted(known)}")
+            raise ConfigError(f"unknown model key(s) {unknown}; valid keys: {sorted(known)}")
         return cls(**dict(values))
 
     def to_dict(self) -> dict[str, Any]:

@@ -11,9 +11,10 @@ the first step and kept per sentence in the same layouts. Beam 1 is greedy searc
 MultiHeadAttention asks this module to write and read; decode/decoder.py asks it to start, reorder and
 grow the search's cache. Nothing else knows the layout.
 """
+
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -33,23 +34,24 @@ class DecodeStep(NamedTuple):
     index: jax.Array  # the position being predicted (scalar int32)
     length: int  # positions the self-attention caches hold per hypothesis
     beam: int = 1  # hypotheses per sentence (1 = greedy)
-    ancestry: Optional[jax.Array] = None  # [batch, beam, length] int32; None for beam 1
+    ancestry: jax.Array | None = None  # [batch, beam, length] int32; None for beam 1
 
 
 class SearchCache(NamedTuple):
     """What the search carries between steps (a pytree)."""
 
     model: dict  # the model's "cache" collection: per layer SELF_KEY/SELF_VALUE and CROSS_KEY/CROSS_VALUE
-    ancestry: Optional[jax.Array]  # [batch, beam, length] int32; None for beam 1
+    ancestry: jax.Array | None  # [batch, beam, length] int32; None for beam 1
 
 
 # --- the search's side: start, step, reorder, grow -------------------------------------------------------
 
-def new_ancestry(batch: int, beam: int, length: int) -> Optional[jax.Array]:
+
+def new_ancestry(batch: int, beam: int, length: int) -> jax.Array | None:
     return jnp.zeros((batch, beam, length), jnp.int32) if beam > 1 else None
 
 
-def step_of(cache: Optional[SearchCache], index, beam: int, batch: int, first_length: int) -> DecodeStep:
+def step_of(cache: SearchCache | None, index, beam: int, batch: int, first_length: int) -> DecodeStep:
     """The DecodeStep of the step at ``index`` (cache None: the first step, which creates the caches for
     ``first_length`` positions): position ``index`` of every hypothesis is written into its own slot."""
     if cache is None:
@@ -71,6 +73,7 @@ def reorder(cache: SearchCache, source_beams) -> SearchCache:
 def grow(cache: SearchCache, length: int, beam: int) -> SearchCache:
     """Self-attention buffers and ancestry zero-padded to ``length`` positions per hypothesis (slots are
     position-major, so the written ones keep their places); cross-attention entries as they are."""
+
     def pad(path, leaf):
         axis = SLOT_AXIS.get(getattr(path[-1], "key", None))
         if axis is None:
@@ -112,6 +115,7 @@ def phases(cfg, batch: int, beam: int, max_len: int) -> tuple[int, ...]:
 
 # --- the attention layer's side: write, read, biases, per-hypothesis views --------------------------------
 
+
 def write_self(module, key, value, step: DecodeStep):
     """Write this step's keys/values [batch * beam, 1, h, d] of all hypotheses at position ``step.index`` of
     ``module``'s fixed-size buffers (created on the first step), in place; returns (keys, values) in the
@@ -119,8 +123,7 @@ def write_self(module, key, value, step: DecodeStep):
     rows, _, heads, dk = key.shape
     batch, beam, size = rows // step.beam, step.beam, step.length * step.beam
     cached_key = module.variable("cache", SELF_KEY, jnp.zeros, (batch, heads, dk, size), key.dtype)
-    cached_value = module.variable("cache", SELF_VALUE, jnp.zeros, (batch, heads, size, value.shape[-1]),
-                                   value.dtype)
+    cached_value = module.variable("cache", SELF_VALUE, jnp.zeros, (batch, heads, size, value.shape[-1]), value.dtype)
     key = key.reshape(batch, beam, heads, dk).transpose(0, 2, 3, 1)  # [b, h, d, beam]
     value = value.reshape(batch, beam, heads, -1).transpose(0, 2, 1, 3)  # [b, h, beam, d]
     for cached, update, name in ((cached_key, key, SELF_KEY), (cached_value, value, SELF_VALUE)):

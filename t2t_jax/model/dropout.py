@@ -5,6 +5,7 @@ batch run on one device or split over eight therefore drops the same units,
 which is what lets the parallel launchers be tested for equality with dropout on.
 ``rows`` is None at evaluation (deterministic). No Flax here: attention functions use it too.
 """
+
 from __future__ import annotations
 
 import jax

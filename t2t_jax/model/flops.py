@@ -5,6 +5,7 @@ scores and weighted values (per the sublayer's variant record), FFN, and the
 output projection. Local windows are not discounted (the masked products are computed). A training step
 is taken as 3× the forward pass (forward + two backward matmuls per matmul).
 """
+
 from __future__ import annotations
 
 from t2t_jax.model.config import ModelConfig
@@ -23,11 +24,14 @@ def _ffn(cfg: ModelConfig, tokens: int) -> int:
 
 
 def forward_flops(cfg: ModelConfig, batch: int, source_len: int, target_len: int) -> int:
-    encoder = cfg.encoder_layers * (_attention(cfg, "encoder_self", batch, source_len, source_len)
-                                    + _ffn(cfg, batch * source_len))
-    decoder = cfg.decoder_layers * (_attention(cfg, "decoder_self", batch, target_len, target_len)
-                                    + _attention(cfg, "cross", batch, target_len, source_len)
-                                    + _ffn(cfg, batch * target_len))
+    encoder = cfg.encoder_layers * (
+        _attention(cfg, "encoder_self", batch, source_len, source_len) + _ffn(cfg, batch * source_len)
+    )
+    decoder = cfg.decoder_layers * (
+        _attention(cfg, "decoder_self", batch, target_len, target_len)
+        + _attention(cfg, "cross", batch, target_len, source_len)
+        + _ffn(cfg, batch * target_len)
+    )
     logits = 2 * batch * target_len * cfg.d_model * cfg.vocab_size
     return encoder + decoder + logits
 

@@ -1,4 +1,5 @@
 """Building blocks: dropout, shared embedding, positions, LayerNorm, position-wise FFN."""
+
 from __future__ import annotations
 
 import flax.linen as nn
@@ -57,8 +58,8 @@ class SharedEmbedding(nn.Module):
     def setup(self):
         cfg = self.config
         self.embedding = self.param(
-            "embedding", nn.initializers.normal(stddev=cfg.d_model**-0.5),
-            (cfg.vocab_size, cfg.d_model), jnp.float32)
+            "embedding", nn.initializers.normal(stddev=cfg.d_model**-0.5), (cfg.vocab_size, cfg.d_model), jnp.float32
+        )
         if cfg.logits_bias:
             self.logits_bias = self.param("logits_bias", nn.initializers.zeros, (cfg.vocab_size,), jnp.float32)
 
@@ -84,8 +85,9 @@ class PositionSignal(nn.Module):
             return x
         length = x.shape[1]
         if cfg.positions == "learned":
-            table = self.param("embedding", nn.initializers.normal(stddev=0.02),
-                               (cfg.max_len, cfg.d_model), jnp.float32)
+            table = self.param(
+                "embedding", nn.initializers.normal(stddev=0.02), (cfg.max_len, cfg.d_model), jnp.float32
+            )
         else:
             table = jnp.asarray(positions_lib.FIXED_TABLES[cfg.positions](max(length, cfg.max_len), cfg.d_model))
         if positions is None:

@@ -3,6 +3,7 @@
 Segment ids are 1..n for real tokens and 0 for padding; an unpacked batch is
 the special case of one segment per row.
 """
+
 from __future__ import annotations
 
 import jax.numpy as jnp

@@ -1,4 +1,5 @@
 """Position signals: the paper's interleaved sinusoids, T2T's concatenated layout, learned tables."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -6,6 +6,7 @@ produces mixed (f32 x bf16) backward dots that XLA runs in float32, so the
 gradient einsums are written out here (custom VJP) to keep bf16 inputs with
 f32 accumulation in the backward pass too.
 """
+
 from __future__ import annotations
 
 import functools

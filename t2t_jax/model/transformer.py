@@ -5,9 +5,8 @@ the compute dtype; logits [batch, target_length, vocab] float32.  Segment ids
 (1..n, 0 = pad) and per-segment positions come with packed batches; without
 them every row is one example padded with pad_id.
 """
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 import flax.linen as nn
 import jax.numpy as jnp
@@ -15,9 +14,9 @@ import jax.numpy as jnp
 from t2t_jax.model import decode_cache, masks
 from t2t_jax.model.attention import MultiHeadAttention
 from t2t_jax.model.config import ModelConfig
+from t2t_jax.model.decode_cache import DecodeStep
 from t2t_jax.model.dropout import dropout_rows
 from t2t_jax.model.layers import Dropout, FeedForward, LayerNorm, PositionSignal, SharedEmbedding
-from t2t_jax.model.decode_cache import DecodeStep
 
 
 class EncoderLayer(nn.Module):
@@ -36,16 +35,26 @@ class DecoderLayer(nn.Module):
     config: ModelConfig
 
     @nn.compact
-    def __call__(self, x, encoded, self_bias, cross_bias, rows, step: Optional[DecodeStep] = None):
+    def __call__(self, x, encoded, self_bias, cross_bias, rows, step: DecodeStep | None = None):
         cfg = self.config
         decoding = step is not None
         self_attn = MultiHeadAttention(cfg, kind="decoder_self", name="self_attn")
         cross_attn = MultiHeadAttention(cfg, kind="cross", name="cross_attn")
         ffn = FeedForward(cfg, name="ffn")
-        x = _residual(self, "ln_self", x, lambda y: self_attn(
-            y, y, self_bias, rows, decode="self" if decoding else None, step=step), rows)
-        x = _residual(self, "ln_cross", x, lambda y: cross_attn(
-            y, encoded, cross_bias, rows, decode="cross" if decoding else None, step=step), rows)
+        x = _residual(
+            self,
+            "ln_self",
+            x,
+            lambda y: self_attn(y, y, self_bias, rows, decode="self" if decoding else None, step=step),
+            rows,
+        )
+        x = _residual(
+            self,
+            "ln_cross",
+            x,
+            lambda y: cross_attn(y, encoded, cross_bias, rows, decode="cross" if decoding else None, step=step),
+            rows,
+        )
         return _residual(self, "ln_ffn", x, lambda y: ffn(y, rows), rows)
 
 
@@ -81,8 +90,9 @@ class Decoder(nn.Module):
     embed: SharedEmbedding
 
     @nn.compact
-    def __call__(self, encoded, input_segments, decoder_inputs, segments, positions, rows,
-                 step: Optional[DecodeStep] = None):
+    def __call__(
+        self, encoded, input_segments, decoder_inputs, segments, positions, rows, step: DecodeStep | None = None
+    ):
         """Teacher-forced logits, or (``step`` set) logits of one cached step with [batch * beam, 1] inputs."""
         cfg = self.config
         y = PositionSignal(cfg, name="pos_embed")(self.embed(decoder_inputs), positions)
@@ -110,14 +120,29 @@ class Transformer(nn.Module):
         self.encoder = Encoder(self.config, self.embed)
         self.decoder = Decoder(self.config, self.embed)
 
-    def encode(self, inputs, inputs_segmentation: Optional[jnp.ndarray] = None,
-               inputs_position: Optional[jnp.ndarray] = None, deterministic: bool = True, example_ids=None):
+    def encode(
+        self,
+        inputs,
+        inputs_segmentation: jnp.ndarray | None = None,
+        inputs_position: jnp.ndarray | None = None,
+        deterministic: bool = True,
+        example_ids=None,
+    ):
         segments = self._segments(inputs, inputs_segmentation)
         rows = dropout_rows(inputs.shape[0], deterministic, example_ids)
         return self.encoder(inputs, segments, inputs_position, rows)
 
-    def decode(self, encoded, inputs, targets, inputs_segmentation=None, targets_segmentation=None,
-               targets_position=None, deterministic: bool = True, example_ids=None):
+    def decode(
+        self,
+        encoded,
+        inputs,
+        targets,
+        inputs_segmentation=None,
+        targets_segmentation=None,
+        targets_position=None,
+        deterministic: bool = True,
+        example_ids=None,
+    ):
         """Teacher-forced logits for ``targets`` (shifted right per segment inside)."""
         input_segments = self._segments(inputs, inputs_segmentation)
         target_segments = self._segments(targets, targets_segmentation)
@@ -125,11 +150,28 @@ class Transformer(nn.Module):
         rows = dropout_rows(targets.shape[0], deterministic, example_ids)
         return self.decoder(encoded, input_segments, decoder_inputs, target_segments, targets_position, rows)
 
-    def __call__(self, inputs, targets, inputs_segmentation=None, targets_segmentation=None,
-                 inputs_position=None, targets_position=None, deterministic: bool = True, example_ids=None):
+    def __call__(
+        self,
+        inputs,
+        targets,
+        inputs_segmentation=None,
+        targets_segmentation=None,
+        inputs_position=None,
+        targets_position=None,
+        deterministic: bool = True,
+        example_ids=None,
+    ):
         encoded = self.encode(inputs, inputs_segmentation, inputs_position, deterministic, example_ids)
-        return self.decode(encoded, inputs, targets, inputs_segmentation, targets_segmentation,
-                           targets_position, deterministic, example_ids)
+        return self.decode(
+            encoded,
+            inputs,
+            targets,
+            inputs_segmentation,
+            targets_segmentation,
+            targets_position,
+            deterministic,
+            example_ids,
+        )
 
     def decode_step(self, encoded, input_segments, tokens, step: DecodeStep):
         """Logits [batch * beam, vocab] for one step: ``tokens`` [batch * beam] are the previous outputs

@@ -7,10 +7,11 @@ and the exporters (export/support.py) read these records; none of them names a v
 
 Imports jax only (no Flax, no model code), so a config is validated before any layer is built.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from t2t_jax.model import attention_functions as fns
 
@@ -38,7 +39,7 @@ class AttentionVariant:
     # Set iff the variant is exactly softmax(scale(d_k) · q·kᵀ + bias)·v: then decoding uses the grouped-cache
     # product (one [beam, d] x [d, n] matmul per sentence and head) and attention maps can be drawn.
     # None: decoding gathers each hypothesis's keys/values and calls ``function``.
-    dot_scale: Optional[Callable[[int], float]] = None
+    dot_scale: Callable[[int], float] | None = None
     query_offset: bool = False  # the function takes ``query_offset`` (absolute query position; relative distances)
     sublayers: tuple[str, ...] = SUBLAYERS  # where it may be used; model.attention falls back to dot_product elsewhere
     exporters: tuple[str, ...] = ()  # EXPORT_FORMATS whose model computes the same function
@@ -51,8 +52,9 @@ class AttentionVariant:
                 raise ValueError(f"attention variant {self.name!r}: unknown sublayer {sublayer!r}; one of {SUBLAYERS}")
         for fmt in self.exporters:
             if fmt not in EXPORT_FORMATS:
-                raise ValueError(f"attention variant {self.name!r}: unknown export format {fmt!r}; one of "
-                                 f"{EXPORT_FORMATS}")
+                raise ValueError(
+                    f"attention variant {self.name!r}: unknown export format {fmt!r}; one of {EXPORT_FORMATS}"
+                )
 
 
 REGISTRY: dict[str, AttentionVariant] = {}
@@ -79,26 +81,58 @@ def names() -> tuple[str, ...]:
 
 
 def _rsqrt(d_k: int) -> float:
-    return d_k ** -0.5
+    return d_k**-0.5
 
 
 def _relative_table(size_of):
     return lambda cfg: (2 * cfg.relative_clip + 1, size_of(cfg))
 
 
-register(AttentionVariant("dot_product", fns.dot_product, dot_scale=_rsqrt, exporters=EXPORT_FORMATS,
-                          summary="scaled dot-product, eq. (1)"))
-register(AttentionVariant("dot_product_unscaled", fns.dot_product_unscaled, dot_scale=lambda d_k: 1.0,
-                          summary="dot-product without 1/sqrt(d_k) (§3.2.1)"))
-register(AttentionVariant("fused", fns.fused, dot_scale=_rsqrt, exporters=EXPORT_FORMATS,
-                          summary="jax.nn.dot_product_attention (cuDNN flash attention on GPUs); no weight dropout"))
-register(AttentionVariant("additive", fns.additive,
-                          params=(ExtraParam("additive_v", "v", lambda cfg: (cfg.num_heads, cfg.head_dim_k)),),
-                          summary="additive (Bahdanau) attention, vᵀ tanh(q + k) (§3.2.1)"))
-register(AttentionVariant(
-    "relative", fns.relative,
-    params=(ExtraParam("relative_key", "rel_key", _relative_table(lambda cfg: cfg.head_dim_k)),
-            ExtraParam("relative_value", "rel_value", _relative_table(lambda cfg: cfg.head_dim_v))),
-    query_offset=True, sublayers=("encoder_self", "decoder_self"),  # no distance between two sequences
-    pair_flops=lambda d_k, d_v: 4 * (d_k + d_v),  # content and relative terms, for keys and for values
-    summary="relative position representations, distances clipped to model.relative_clip (Shaw et al. 2018)"))
+register(
+    AttentionVariant(
+        "dot_product",
+        fns.dot_product,
+        dot_scale=_rsqrt,
+        exporters=EXPORT_FORMATS,
+        summary="scaled dot-product, eq. (1)",
+    )
+)
+register(
+    AttentionVariant(
+        "dot_product_unscaled",
+        fns.dot_product_unscaled,
+        dot_scale=lambda d_k: 1.0,
+        summary="dot-product without 1/sqrt(d_k) (§3.2.1)",
+    )
+)
+register(
+    AttentionVariant(
+        "fused",
+        fns.fused,
+        dot_scale=_rsqrt,
+        exporters=EXPORT_FORMATS,
+        summary="jax.nn.dot_product_attention (cuDNN flash attention on GPUs); no weight dropout",
+    )
+)
+register(
+    AttentionVariant(
+        "additive",
+        fns.additive,
+        params=(ExtraParam("additive_v", "v", lambda cfg: (cfg.num_heads, cfg.head_dim_k)),),
+        summary="additive (Bahdanau) attention, vᵀ tanh(q + k) (§3.2.1)",
+    )
+)
+register(
+    AttentionVariant(
+        "relative",
+        fns.relative,
+        params=(
+            ExtraParam("relative_key", "rel_key", _relative_table(lambda cfg: cfg.head_dim_k)),
+            ExtraParam("relative_value", "rel_value", _relative_table(lambda cfg: cfg.head_dim_v)),
+        ),
+        query_offset=True,
+        sublayers=("encoder_self", "decoder_self"),  # no distance between two sequences
+        pair_flops=lambda d_k, d_v: 4 * (d_k + d_v),  # content and relative terms, for keys and for values
+        summary="relative position representations, distances clipped to model.relative_clip (Shaw et al. 2018)",
+    )
+)

@@ -8,12 +8,12 @@ the step count (``checkpoint.every_steps``, the last step) and the globally redu
 stop and skip, see train/step.py).  So all processes save the same steps and stop at the same step, and a
 save — collective in orbax — is entered by all of them or by none.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import signal
 import time
-from typing import Optional
 
 import numpy as np
 
@@ -23,12 +23,20 @@ from t2t_jax.train import distributed
 @dataclasses.dataclass(frozen=True)
 class Decision:
     save: bool
-    stop: Optional[str] = None  # None, "budget" or the name of the signal that some process received
+    stop: str | None = None  # None, "budget" or the name of the signal that some process received
 
 
 class Control:
-    def __init__(self, *, every_steps: int, every_minutes: float, sync_every: int, final_step: int,
-                 deadline: Optional[float], preempted):
+    def __init__(
+        self,
+        *,
+        every_steps: int,
+        every_minutes: float,
+        sync_every: int,
+        final_step: int,
+        deadline: float | None,
+        preempted,
+    ):
         """``deadline``: time.perf_counter() at which the time budget ends (None: no budget);
         ``preempted``: this process's PreemptionFlag (train/preemption.py)."""
         self.every_steps, self.every_minutes = every_steps, every_minutes

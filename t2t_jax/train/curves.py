@@ -1,4 +1,5 @@
 """Training curves as a PNG (train/dev loss, dev BLEU, learning rate) from ``history.jsonl``."""
+
 from __future__ import annotations
 
 import io

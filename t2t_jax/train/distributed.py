@@ -5,6 +5,7 @@ JAX_NUM_PROCESSES, JAX_PROCESS_ID.  On TPU pods and SLURM/Open MPI clusters set
 ``parallel.auto_detect=True`` and JAX finds all three itself.  On CPU the
 cross-process collectives go through gloo.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,12 @@ def initialize(parallel_config) -> bool:
     if not address or processes <= 1:
         return False
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(coordinator_address=address, num_processes=processes, process_id=process_id,
-                               heartbeat_timeout_seconds=parallel_config.heartbeat_seconds)
+    jax.distributed.initialize(
+        coordinator_address=address,
+        num_processes=processes,
+        process_id=process_id,
+        heartbeat_timeout_seconds=parallel_config.heartbeat_seconds,
+    )
     return True
 
 
@@ -41,7 +46,7 @@ def process_rows(global_batch: dict) -> dict:
     if rows % count:
         raise ValueError(f"a global batch of {rows} rows cannot be split over {count} processes")
     share = rows // count
-    return {k: np.asarray(v)[index * share:(index + 1) * share] for k, v in global_batch.items()}
+    return {k: np.asarray(v)[index * share : (index + 1) * share] for k, v in global_batch.items()}
 
 
 def allgather_rows(row: np.ndarray) -> np.ndarray:
@@ -60,9 +65,9 @@ def allgather_json(value) -> list:
     data = np.frombuffer(json.dumps(value).encode(), np.uint8)
     sizes = allgather_rows(np.asarray([data.size], np.int32))[:, 0]
     padded = np.zeros(int(sizes.max()), np.uint8)
-    padded[:data.size] = data
+    padded[: data.size] = data
     rows = allgather_rows(padded)
-    return [json.loads(bytes(rows[p, :sizes[p]]).decode()) for p in range(len(sizes))]
+    return [json.loads(bytes(rows[p, : sizes[p]]).decode()) for p in range(len(sizes))]
 
 
 def barrier(name: str, timeout_seconds: float) -> None:

@@ -5,6 +5,7 @@ process 0.  ``tensorboard --logdir <workdir>/tensorboard`` shows them.  For an o
 (``gs://...``) the writer appends to a local staging folder whose files are copied to the workdir at every
 ``sync()`` (the loop calls it after each dev evaluation) and at ``close()``.
 """
+
 from __future__ import annotations
 
 import tempfile

@@ -4,6 +4,7 @@ One command then goes from data to a report: ``final.average_last`` newest check
 ``<workdir>/averaged`` (§6.1: 5 for base, 20 for big) and every split in ``final.splits`` is decoded with
 ``final.beam`` / ``final.alpha`` into ``<workdir>/eval/<split>.<checkpoint>.{hyp,json,md}``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,8 +15,8 @@ import jax
 from t2t_jax.checkpoint.average import average_last, saved_steps
 from t2t_jax.data.sources import split_text
 from t2t_jax.decode.translate import DecodeStats, load_for_inference, translate_texts
-from t2t_jax.evaluate.report import write_report
 from t2t_jax.errors import ConfigError
+from t2t_jax.evaluate.report import write_report
 from t2t_jax.train import distributed
 from t2t_jax.workdir import Workdir, workdir_path
 
@@ -42,8 +43,11 @@ def finish(config, workdir, log=print) -> dict:
     splits = final_splits(config)
     last = min(config.final.average_last, len(saved_steps(workdir)))
     if last < config.final.average_last:
-        log(f"warning: final.average_last = {config.final.average_last} but only {last} checkpoint(s) exist; "
-            f"averaging {last}", flush=True)
+        log(
+            f"warning: final.average_last = {config.final.average_last} but only {last} checkpoint(s) exist; "
+            f"averaging {last}",
+            flush=True,
+        )
     checkpoint, averaged = ("averaged", saved_steps(workdir)[-last:]) if last > 1 else ("latest", None)
     if last > 1 and lead:
         average_last(workdir, last, Workdir(workdir).averaged, log=lambda *_: None)
@@ -54,18 +58,34 @@ def finish(config, workdir, log=print) -> dict:
         model = load_for_inference(workdir, checkpoint)
     for split in splits:
         sources, references = split_text(config, split, log=log)
-        hypotheses, stats = decode_shared(sources, model.tokenizer, model.params, model.cfg, beam=config.final.beam,
-                                          alpha=config.final.alpha, log=log)
+        hypotheses, stats = decode_shared(
+            sources, model.tokenizer, model.params, model.cfg, beam=config.final.beam, alpha=config.final.alpha, log=log
+        )
         name = f"{split}.{checkpoint}"
-        report = write_report(hypotheses, references, stats, target_lang=config.data.target_lang,
-                              beam=config.final.beam, alpha=config.final.alpha, out_dir=Workdir(workdir).eval,
-                              name=name) if lead else None
+        report = (
+            write_report(
+                hypotheses,
+                references,
+                stats,
+                target_lang=config.data.target_lang,
+                beam=config.final.beam,
+                alpha=config.final.alpha,
+                out_dir=Workdir(workdir).eval,
+                name=name,
+            )
+            if lead
+            else None
+        )
         reports[split] = report
         if lead:
-            log(f"final {split} ({checkpoint}, step {model.step}, beam {config.final.beam}, alpha {config.final.alpha}): "
+            log(
+                f"final {split} ({checkpoint}, step {model.step}, beam {config.final.beam}, "
+                f"alpha {config.final.alpha}): "
                 f"sacreBLEU {report['sacrebleu']['score']:.2f} ({report['sacrebleu']['signature']}) | paper BLEU "
                 f"{report['paper_bleu']['score']:.2f} | chrF {report['chrf']['score']:.2f} | length ratio "
-                f"{report['length_ratio']:.3f} -> {Workdir(workdir).eval / name}.md", flush=True)
+                f"{report['length_ratio']:.3f} -> {Workdir(workdir).eval / name}.md",
+                flush=True,
+            )
     if lead:
         summary = {"checkpoint": checkpoint, "averaged_steps": averaged, "reports": reports}
         Workdir(workdir).final.write_text(json.dumps(summary, indent=2))
@@ -81,7 +101,9 @@ def decode_shared(sources, tokenizer, params, cfg, *, beam, alpha=0.6, log=print
     hypotheses = [""] * len(sources)
     for p, share in enumerate(shares):
         hypotheses[p::count] = share["hypotheses"]
-    stats = DecodeStats(sentences=sum(s["stats"]["sentences"] for s in shares),
-                        tokens=sum(s["stats"]["tokens"] for s in shares),
-                        seconds=max(s["stats"]["seconds"] for s in shares))  # the processes decode side by side
+    stats = DecodeStats(
+        sentences=sum(s["stats"]["sentences"] for s in shares),
+        tokens=sum(s["stats"]["tokens"] for s in shares),
+        seconds=max(s["stats"]["seconds"] for s in shares),
+    )  # the processes decode side by side
     return hypotheses, stats

@@ -1,4 +1,5 @@
 """The training loop: restore or init, step through a data-parallel launcher, log, evaluate, checkpoint."""
+
 from __future__ import annotations
 
 import contextlib
@@ -12,22 +13,21 @@ from t2t_jax.checkpoint.manager import Checkpointer, abstract_like, check_compat
 from t2t_jax.config import model_config
 from t2t_jax.data.geometry import batch_rows
 from t2t_jax.data.inputs import make_data
+from t2t_jax.errors import NonFiniteLoss
 from t2t_jax.evaluate.bleu import sacre_bleu
 from t2t_jax.model import Transformer
 from t2t_jax.train import distributed
 from t2t_jax.train.control import Control
 from t2t_jax.train.curves import plot_curves
-from t2t_jax.train.finish import decode_shared
 from t2t_jax.train.events import EventLog
+from t2t_jax.train.finish import decode_shared
 from t2t_jax.train.loss import summarize
 from t2t_jax.train.parallel import host_tree, make_launcher
 from t2t_jax.train.preemption import preemption_flag
 from t2t_jax.train.progress import Progress, format_duration
 from t2t_jax.train.state import create_state, make_optimizer, param_count
 from t2t_jax.train.watchdog import Watchdog
-from t2t_jax.errors import NonFiniteLoss
 from t2t_jax.workdir import Workdir, append_text, check_workdir, workdir_path
-
 
 # The checkpoint's JSON item holds every process's iterator state (a list in process order, gathered at the
 # save: orbax writes JSON from the primary host only) and the training seconds spent so far, so that
@@ -68,9 +68,12 @@ def _restore_data_state(iterator, data_state: dict, say) -> None:
     count, index = jax.process_count(), jax.process_index()
     if len(saved) != count:
         saved = iterator.remap(saved)
-        say(f"elastic resume: the checkpoint was written by {len(data_state.get(PROCESSES_KEY, [0]))} "
+        say(
+            f"elastic resume: the checkpoint was written by {len(data_state.get(PROCESSES_KEY, [0]))} "
             f"process(es), this run has {count}; the epoch continues with the examples not yet read "
-            f"(data/epochs.py)", flush=True)
+            f"(data/epochs.py)",
+            flush=True,
+        )
     iterator.set_state(saved[index])
 
 
@@ -84,8 +87,14 @@ def train(config, workdir: str, printer=print) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     cfg = model_config(config)
     tx, schedule = make_optimizer(config.optimizer, cfg)
-    launcher = make_launcher(config.parallel.launcher, Transformer(cfg), tx, config.train.label_smoothing,
-                             config.train.accum_steps, skip_nonfinite=config.train.nonfinite == "skip")
+    launcher = make_launcher(
+        config.parallel.launcher,
+        Transformer(cfg),
+        tx,
+        config.train.label_smoothing,
+        config.train.accum_steps,
+        skip_nonfinite=config.train.nonfinite == "skip",
+    )
     batch_rows(config.data, launcher.device_count, jax.process_count(), config.train.accum_steps)  # before data
     data = make_data(config, workdir, log=lambda message: say(message, flush=True))
     ck = config.checkpoint
@@ -93,31 +102,56 @@ def train(config, workdir: str, printer=print) -> dict:
     state, start, spent = _restore_or_init(config, cfg, tx, launcher, checkpointer, data, say)
     if lead:
         Workdir(workdir).config.write_text(config.to_json_best_effort(indent=2))
-    say(f"model: {param_count(launcher.get_state(state).params):,} params | devices: {launcher.device_count} "
+    say(
+        f"model: {param_count(launcher.get_state(state).params):,} params | devices: {launcher.device_count} "
         f"({config.parallel.launcher}, {jax.process_count()} process(es)) | steps: {start}->{config.train.steps}",
-        flush=True)
-    watchdog = Watchdog(0 if distributed.single_process() else config.parallel.watchdog_seconds,
-                        context=lambda: f" from the checkpoint at step {checkpointer.last_saved}")
+        flush=True,
+    )
+    watchdog = Watchdog(
+        0 if distributed.single_process() else config.parallel.watchdog_seconds,
+        context=lambda: f" from the checkpoint at step {checkpointer.last_saved}",
+    )
     try:
         with preemption_flag() as preempted:
-            return _run(config, cfg, workdir, launcher, schedule, data, checkpointer, watchdog, preempted,
-                        state, start, spent, say)
+            return _run(
+                config,
+                cfg,
+                workdir,
+                launcher,
+                schedule,
+                data,
+                checkpointer,
+                watchdog,
+                preempted,
+                state,
+                start,
+                spent,
+                say,
+            )
     finally:
         watchdog.close()
 
 
-def _run(config, cfg, workdir, launcher, schedule, data, checkpointer, watchdog, preempted, state, start,
-         spent, say) -> dict:
+def _run(
+    config, cfg, workdir, launcher, schedule, data, checkpointer, watchdog, preempted, state, start, spent, say
+) -> dict:
     """The step loop: every step boundary takes the agreed decision of train/control.py."""
     started = time.perf_counter()
     deadline = started - spent + 60 * config.train.max_minutes if config.train.max_minutes else None
-    control = Control(every_steps=config.checkpoint.every_steps, every_minutes=config.checkpoint.every_minutes,
-                      sync_every=config.parallel.sync_every, final_step=config.train.steps, deadline=deadline,
-                      preempted=preempted)
+    control = Control(
+        every_steps=config.checkpoint.every_steps,
+        every_minutes=config.checkpoint.every_minutes,
+        sync_every=config.parallel.sync_every,
+        final_step=config.train.steps,
+        deadline=deadline,
+        preempted=preempted,
+    )
 
     def save(step, best_metric=None):
-        data_state = {PROCESSES_KEY: distributed.allgather_json(data.train.get_state()),
-                      SPENT_KEY: spent + time.perf_counter() - started}
+        data_state = {
+            PROCESSES_KEY: distributed.allgather_json(data.train.get_state()),
+            SPENT_KEY: spent + time.perf_counter() - started,
+        }
         with watchdog.waiting(f"the checkpoint save at step {step} (orbax waits for every process)"):
             if best_metric is None:
                 checkpointer.save(step, launcher.get_state(state), data_state, config.to_dict())
@@ -129,8 +163,11 @@ def _run(config, cfg, workdir, launcher, schedule, data, checkpointer, watchdog,
     progress = Progress(config.train.steps, start_step=start, printer=say, deadline=deadline)
     while step < config.train.steps:
         first = step == start  # compiles: not watched
-        with contextlib.nullcontext() if first else watchdog.waiting(f"train step {step + 1} (its all-reduce "
-                                                                      f"with the other processes)"):
+        with (
+            contextlib.nullcontext()
+            if first
+            else watchdog.waiting(f"train step {step + 1} (its all-reduce with the other processes)")
+        ):
             state, sums = launcher.train_step(state, launcher.put_batch(next(data.train)))
             step += 1
             if pending:  # at most two steps in flight: an unbounded queue of collective programs
@@ -171,8 +208,10 @@ def _run(config, cfg, workdir, launcher, schedule, data, checkpointer, watchdog,
 def _dev_metrics(config, cfg, launcher, state, data, step, events, say):
     """(dev loss metrics [+ "bleu"], the metric the best slot keys on at this step or None)."""
     metrics = evaluate(launcher, state.params, data.eval_batches)
-    say(f"eval step {step} | loss {metrics['loss']:.4f} | ppl {metrics['ppl']:.3f} | "
-        f"acc {metrics['accuracy']:.4f}", flush=True)
+    say(
+        f"eval step {step} | loss {metrics['loss']:.4f} | ppl {metrics['ppl']:.3f} | acc {metrics['accuracy']:.4f}",
+        flush=True,
+    )
     bleu_enabled = bool(config.train.bleu_every and data.tokenizer)
     best_metric = None if bleu_enabled else -metrics["nll"]  # the best slot keys on one metric
     if bleu_enabled and step % config.train.bleu_every == 0:
@@ -191,8 +230,10 @@ def dev_bleu(config, cfg, params, data, say) -> tuple[float, str]:
     sources, references = data.eval_sources[:count], data.eval_references[:count]
     hypotheses, stats = decode_shared(sources, data.tokenizer, params, cfg, beam=config.train.bleu_beam, log=say)
     bleu = sacre_bleu(hypotheses, references)
-    say(f"dev BLEU {bleu['score']:.2f} on {count} sentences ({bleu['signature']}) | decoded in "
-        f"{stats.seconds:.0f}s", flush=True)
+    say(
+        f"dev BLEU {bleu['score']:.2f} on {count} sentences ({bleu['signature']}) | decoded in {stats.seconds:.0f}s",
+        flush=True,
+    )
     samples = [f"src: {sources[i]}\n  hyp: {hypotheses[i]}\n  ref: {references[i]}" for i in range(min(3, count))]
     for sample in samples[:2]:
         say(f"  {sample}", flush=True)
@@ -202,17 +243,25 @@ def dev_bleu(config, cfg, params, data, say) -> tuple[float, str]:
 def _check_finite(sums, step, config):
     loss = float(jax.device_get(sums["loss"]))
     if not math.isfinite(loss) and config.train.nonfinite == "stop":
-        raise NonFiniteLoss(f"non-finite training loss ({loss}) at step {step}; the last checkpoint is kept. "
-                            f"Lower the learning rate or set --config.train.nonfinite=skip")
+        raise NonFiniteLoss(
+            f"non-finite training loss ({loss}) at step {step}; the last checkpoint is kept. "
+            f"Lower the learning rate or set --config.train.nonfinite=skip"
+        )
 
 
 def _summarize_run(workdir, step, start, started, history, state, say, stopped):
     """``stopped``: "steps" (train.steps reached), "budget" (train.max_minutes) or a signal's name."""
     wall = time.perf_counter() - started
     evals = [h for h in history if h["split"] == "eval"]
-    summary = {"steps": step, "start_step": start, "wall_seconds": wall, "stopped": stopped,
-               "params": param_count(state.params),
-               "final_eval": evals[-1] if evals else None, "history": history}
+    summary = {
+        "steps": step,
+        "start_step": start,
+        "wall_seconds": wall,
+        "stopped": stopped,
+        "params": param_count(state.params),
+        "final_eval": evals[-1] if evals else None,
+        "history": history,
+    }
     if jax.process_index() == 0:
         append_text(Workdir(workdir).history, "".join(json.dumps(entry) + "\n" for entry in history))
         Workdir(workdir).summary.write_text(json.dumps(summary, indent=2))

@@ -3,6 +3,7 @@
 Sums, not means: the caller divides once by the global non-pad count (summed
 across devices and hosts), which is right under uneven padding.
 """
+
 from __future__ import annotations
 
 import jax

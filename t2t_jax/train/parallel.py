@@ -13,13 +13,15 @@ Multi-host: every process passes only its own rows; global arrays are assembled 
 ``jax.make_array_from_process_local_data``.  Rows carry global example ids so dropout
 masks do not depend on the device layout.
 """
+
 from __future__ import annotations
 
 import functools
 
 import jax
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from t2t_jax.errors import ConfigError
 from t2t_jax.train.step import eval_step, train_step
@@ -44,8 +46,15 @@ class MeshLauncher:
         self.replicated = NamedSharding(self.mesh, P())
         self.restore_sharding = self.replicated  # checkpoints restore straight onto the mesh
         self.sharded = NamedSharding(self.mesh, P(AXIS))
-        step = functools.partial(train_step, model=model, tx=tx, label_smoothing=label_smoothing,
-                                 axis_name=AXIS, accum_steps=accum_steps, skip_nonfinite=skip_nonfinite)
+        step = functools.partial(
+            train_step,
+            model=model,
+            tx=tx,
+            label_smoothing=label_smoothing,
+            axis_name=AXIS,
+            accum_steps=accum_steps,
+            skip_nonfinite=skip_nonfinite,
+        )
         evaluate = functools.partial(eval_step, model=model, label_smoothing=label_smoothing, axis_name=AXIS)
         self.train_step = jax.jit(self._shard(step, (P(), P(AXIS)), (P(), P())), donate_argnums=0)
         self.eval_step = jax.jit(self._shard(evaluate, (P(), P(AXIS)), P()))
@@ -67,8 +76,7 @@ class MeshLauncher:
     def put_batch(self, local_batch: dict) -> dict:
         local_batch = with_example_ids(local_batch) if "example_ids" not in local_batch else local_batch
         _check_divisible(local_batch, jax.local_device_count())
-        return {k: jax.make_array_from_process_local_data(self.sharded, np.asarray(v))
-                for k, v in local_batch.items()}
+        return {k: jax.make_array_from_process_local_data(self.sharded, np.asarray(v)) for k, v in local_batch.items()}
 
 
 class PmapLauncher:
@@ -87,8 +95,15 @@ class PmapLauncher:
         # Checkpoints are written and restored as arrays replicated over every device of every process.
         self.replicated = NamedSharding(Mesh(np.asarray(global_devices), (AXIS,)), P())
         self.restore_sharding = self.replicated
-        step = functools.partial(train_step, model=model, tx=tx, label_smoothing=label_smoothing,
-                                 axis_name=AXIS, accum_steps=accum_steps, skip_nonfinite=skip_nonfinite)
+        step = functools.partial(
+            train_step,
+            model=model,
+            tx=tx,
+            label_smoothing=label_smoothing,
+            axis_name=AXIS,
+            accum_steps=accum_steps,
+            skip_nonfinite=skip_nonfinite,
+        )
         evaluate = functools.partial(eval_step, model=model, label_smoothing=label_smoothing, axis_name=AXIS)
         self._train = jax.pmap(step, axis_name=AXIS, donate_argnums=0, devices=devices)
         self._eval = jax.pmap(evaluate, axis_name=AXIS, devices=devices)
@@ -105,6 +120,7 @@ class PmapLauncher:
     def get_state(self, state):
         """The stacked replicas as one global array replicated over all devices (what orbax saves in a
         multi-process run; no host copy: the per-device buffers are reused)."""
+
         def unstack(x):
             if not isinstance(x, jax.Array):  # put_state's host arrays, before the first step
                 return x[0]
@@ -137,8 +153,10 @@ def _first_replica(tree):
 def _check_divisible(batch, devices):
     rows = batch["targets"].shape[0]
     if rows % devices:
-        raise ConfigError(f"a batch of {rows} rows per process cannot be split over {devices} local devices; "
-                          f"make data.batch_tokens / data.max_length a multiple of {devices}")
+        raise ConfigError(
+            f"a batch of {rows} rows per process cannot be split over {devices} local devices; "
+            f"make data.batch_tokens / data.max_length a multiple of {devices}"
+        )
 
 
 def make_launcher(kind: str, model, tx, label_smoothing, accum_steps=1, devices=None, skip_nonfinite=False):
@@ -150,6 +168,7 @@ def make_launcher(kind: str, model, tx, label_smoothing, accum_steps=1, devices=
 
 def host_tree(tree):
     """Fetch a replicated pytree to host numpy arrays (this process's copy when multi-host)."""
+
     def fetch(x):
         if isinstance(x, jax.Array) and not x.is_fully_addressable:
             x = x.addressable_data(0)

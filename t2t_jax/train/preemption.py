@@ -8,6 +8,7 @@ signals and the immediate exit on the second work even while the main thread is 
 The flag is this process's *request*; whether and when the run stops is agreed across processes by
 ``train/control.py`` (a signal to one host stops every host at the same step).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -41,8 +42,11 @@ class PreemptionFlag:
             self.number = number
             return
         name = signal.Signals(number).name
-        os.write(2, f"error: second signal ({name}) while stopping: exiting now without saving; the last "
-                    f"complete checkpoint is kept\n".encode())
+        os.write(
+            2,
+            f"error: second signal ({name}) while stopping: exiting now without saving; the last "
+            f"complete checkpoint is kept\n".encode(),
+        )
         os._exit(SECOND_SIGNAL_EXIT + number)
 
 

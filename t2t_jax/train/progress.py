@@ -1,4 +1,5 @@
 """Progress lines for long runs: step, loss, accuracy, learning rate, tokens/s, ETA."""
+
 from __future__ import annotations
 
 import time
@@ -36,8 +37,12 @@ class Progress:
         eta = (self.total - step) * elapsed / steps
         if self.deadline is not None:
             eta = min(eta, self.deadline - now)
-        self.printer(f"step {step}/{self.total} {bar(step / max(self.total, 1))} | loss {metrics['loss']:.4f} | nll {metrics['nll']:.4f} | "
-                     f"acc {metrics['accuracy']:.4f} | lr {lr:.3e} | {tokens_per_s:,.0f} tok/s | "
-                     f"ETA {format_duration(eta)}", flush=True)
+        self.printer(
+            f"step {step}/{self.total} {bar(step / max(self.total, 1))} | loss {metrics['loss']:.4f} | "
+            f"nll {metrics['nll']:.4f} | "
+            f"acc {metrics['accuracy']:.4f} | lr {lr:.3e} | {tokens_per_s:,.0f} tok/s | "
+            f"ETA {format_duration(eta)}",
+            flush=True,
+        )
         self.last_time, self.last_step = now, step
         return {"tokens_per_s": tokens_per_s}

@@ -5,6 +5,7 @@
 T2T's preset is the same string with constant 2, w 8000.  ``s`` is the optax
 update count + 1 so the first update does not have learning rate 0.
 """
+
 from __future__ import annotations
 
 import jax.numpy as jnp

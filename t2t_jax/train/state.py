@@ -1,4 +1,5 @@
 """Train state (a pytree) and the optimizer of §5.3."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,8 +23,12 @@ class TrainState:
 
 def make_optimizer(opt_config, model_config: ModelConfig):
     """Adam(β1, β2, ε) scaled by the named-factor schedule; optional clipping / weight decay."""
-    schedule = make_schedule(opt_config.schedule, constant=opt_config.constant,
-                             warmup_steps=opt_config.warmup_steps, d_model=model_config.d_model)
+    schedule = make_schedule(
+        opt_config.schedule,
+        constant=opt_config.constant,
+        warmup_steps=opt_config.warmup_steps,
+        d_model=model_config.d_model,
+    )
     parts = []
     if opt_config.clip_norm > 0:
         parts.append(optax.clip_by_global_norm(opt_config.clip_norm))
@@ -43,8 +48,12 @@ def init_params(model_config: ModelConfig, seed: int, length: int = 8):
 
 def create_state(model_config: ModelConfig, tx, seed: int) -> TrainState:
     params = init_params(model_config, seed)
-    return TrainState(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params),
-                      rng=jax.random.fold_in(jax.random.PRNGKey(seed), 1))
+    return TrainState(
+        step=jnp.zeros((), jnp.int32),
+        params=params,
+        opt_state=tx.init(params),
+        rng=jax.random.fold_in(jax.random.PRNGKey(seed), 1),
+    )
 
 
 def param_count(params) -> int:

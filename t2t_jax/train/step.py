@@ -5,6 +5,7 @@ and gradients are ``psum``-ed over that axis, so the loss is normalised by the
 *global* number of non-pad target tokens; with ``axis_name=None`` the same code
 runs on one device.
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,9 +26,15 @@ def _psum(tree, axis_name):
 
 def _logits(model, params, batch, deterministic, rng=None):
     extras = {k: batch[k] for k in MODEL_INPUT_KEYS if k in batch}
-    return model.apply({"params": params}, batch["inputs"], batch["targets"], **extras,
-                       deterministic=deterministic, example_ids=batch.get("example_ids"),
-                       rngs=None if rng is None else {"dropout": rng})
+    return model.apply(
+        {"params": params},
+        batch["inputs"],
+        batch["targets"],
+        **extras,
+        deterministic=deterministic,
+        example_ids=batch.get("example_ids"),
+        rngs=None if rng is None else {"dropout": rng},
+    )
 
 
 def _weights(batch, pad_id):
@@ -38,8 +45,17 @@ def _weights(batch, pad_id):
     return (batch["targets"] != pad_id).astype(jnp.float32)
 
 
-def train_step(state: TrainState, batch, *, model: Transformer, tx, label_smoothing: float,
-               axis_name=None, accum_steps: int = 1, skip_nonfinite: bool = False):
+def train_step(
+    state: TrainState,
+    batch,
+    *,
+    model: Transformer,
+    tx,
+    label_smoothing: float,
+    axis_name=None,
+    accum_steps: int = 1,
+    skip_nonfinite: bool = False,
+):
     """One update. Returns the new state and summed metrics (global when ``axis_name`` is set).
 
     With ``accum_steps`` = k the (per-device) batch is split into k micro-batches whose
@@ -68,8 +84,9 @@ def train_step(state: TrainState, batch, *, model: Transformer, tx, label_smooth
     updates, opt_state = tx.update(grads, state.opt_state, state.params)
     params = jax.tree_util.tree_map(lambda p, u: p + u, state.params, updates)
     if skip_nonfinite:  # keep the old params and moments when this update is not finite
-        finite = jnp.isfinite(sums["loss"]) & jnp.all(jnp.asarray(
-            [jnp.all(jnp.isfinite(g)) for g in jax.tree_util.tree_leaves(grads)]))
+        finite = jnp.isfinite(sums["loss"]) & jnp.all(
+            jnp.asarray([jnp.all(jnp.isfinite(g)) for g in jax.tree_util.tree_leaves(grads)])
+        )
         keep = lambda new, old: jax.tree_util.tree_map(lambda a, b: jnp.where(finite, a, b), new, old)  # noqa: E731
         params, opt_state = keep(params, state.params), keep(opt_state, state.opt_state)
     new_state = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
@@ -81,10 +98,10 @@ def _accumulate(gradient, params, batch, accum_steps):
     rows = batch["targets"].shape[0]
     if rows % accum_steps:
         raise ValueError(f"per-device batch of {rows} rows is not divisible by accum_steps={accum_steps}")
-    micro_batches = jax.tree_util.tree_map(
-        lambda x: x.reshape((accum_steps, rows // accum_steps) + x.shape[1:]), batch)
-    zeros = jax.tree_util.tree_map(jnp.zeros_like, jax.eval_shape(gradient, params,
-                                                                  jax.tree_util.tree_map(lambda x: x[0], micro_batches)))
+    micro_batches = jax.tree_util.tree_map(lambda x: x.reshape((accum_steps, rows // accum_steps) + x.shape[1:]), batch)
+    zeros = jax.tree_util.tree_map(
+        jnp.zeros_like, jax.eval_shape(gradient, params, jax.tree_util.tree_map(lambda x: x[0], micro_batches))
+    )
 
     def body(total, micro_batch):
         return jax.tree_util.tree_map(jnp.add, total, gradient(params, micro_batch)), None
@@ -102,8 +119,7 @@ def eval_step(params, batch, *, model: Transformer, label_smoothing: float, axis
 
 def jit_train_step(model, tx, label_smoothing, accum_steps: int = 1):
     """Single-device jitted train step; the state argument is donated."""
-    step = functools.partial(train_step, model=model, tx=tx, label_smoothing=label_smoothing,
-                             accum_steps=accum_steps)
+    step = functools.partial(train_step, model=model, tx=tx, label_smoothing=label_smoothing, accum_steps=accum_steps)
     return jax.jit(step, donate_argnums=0)
 
 

@@ -7,13 +7,14 @@ it lasts longer than ``parallel.watchdog_seconds`` — so a scheduler sees a fai
 the rerun resumes from the last complete checkpoint.  Waits that legitimately take long (the first step's
 compilation, dev evaluation, decoding) are simply not marked.
 """
+
 from __future__ import annotations
 
 import contextlib
 import os
 import threading
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 WATCHDOG_EXIT = 75  # EX_TEMPFAIL: rerunning the job is the remedy
 
@@ -23,7 +24,7 @@ class Watchdog:
         """``seconds`` <= 0 disables it; ``context()`` adds a clause to the message (the last checkpoint)."""
         self.seconds = float(seconds)
         self.context = context
-        self._wait: Optional[tuple[str, float]] = None  # (what, since): one tuple, swapped atomically
+        self._wait: tuple[str, float] | None = None  # (what, since): one tuple, swapped atomically
         self._stop = threading.Event()
         self._thread = None
         if self.seconds > 0:
@@ -48,9 +49,14 @@ class Watchdog:
                 context = self.context()
             except Exception:  # noqa: BLE001 - the message must go out whatever the context does
                 context = ""
-            os.write(2, (f"error: waited {time.monotonic() - since:.0f} s (parallel.watchdog_seconds = "
-                         f"{self.seconds:g}) for {what}: another process has probably died or hung; exiting. "
-                         f"Rerun every process to resume{context}\n").encode())
+            os.write(
+                2,
+                (
+                    f"error: waited {time.monotonic() - since:.0f} s (parallel.watchdog_seconds = "
+                    f"{self.seconds:g}) for {what}: another process has probably died or hung; exiting. "
+                    f"Rerun every process to resume{context}\n"
+                ).encode(),
+            )
             os._exit(WATCHDOG_EXIT)
 
     def close(self) -> None:
