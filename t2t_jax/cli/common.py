@@ -35,8 +35,8 @@ def quiet_libraries() -> None:
 
 def use_compilation_cache(workdir) -> None:
     """Keep compiled decoders in ``<workdir>/jax_cache`` (JAX's persistent compilation cache), so a later
-    translate / evaluate of the same model and batch shapes loads them instead of compiling: each
-    beam-search shape compiles for ~3 s on CPU, ~15 of the 24 s of a first Multi30k test-set evaluation.
+    translate / evaluate of the same model and batch shapes loads them instead of compiling (each beam-search
+    shape compiles for seconds on CPU, most of a first test-set evaluation).
     Call before anything is compiled; an explicit ``JAX_COMPILATION_CACHE_DIR`` wins; not a workdir: no-op."""
     if os.environ.get("JAX_COMPILATION_CACHE_DIR") or not Workdir(workdir).config.exists():
         return

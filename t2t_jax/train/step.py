@@ -121,7 +121,3 @@ def jit_train_step(model, tx, label_smoothing, accum_steps: int = 1):
     """Single-device jitted train step; the state argument is donated."""
     step = functools.partial(train_step, model=model, tx=tx, label_smoothing=label_smoothing, accum_steps=accum_steps)
     return jax.jit(step, donate_argnums=0)
-
-
-def jit_eval_step(model, label_smoothing):
-    return jax.jit(functools.partial(eval_step, model=model, label_smoothing=label_smoothing))
