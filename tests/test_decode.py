@@ -196,3 +196,38 @@ def test_compound_splitting_and_paper_bleu_by_hand():
     expected = 100 * math.exp(1 - 9 / 8) * (1 * 6 / 7 * 5 / 6 * 4 / 5) ** 0.25
     got = paper_bleu(["Der Ost-West-Konflikt endet."], ["Der Ost-West-Konflikt endet heute."], "de")["score"]
     assert got == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_models_own_special_ids_reach_its_tokenizer_and_batches(tmp_path):
+    """A workdir whose model has other special ids (as an imported OPUS-MT model: pad 58100, eos 0) gets a
+    tokenizer that ends sentences with its eos and batches padded with its pad: a sentence decoded in a
+    padded batch equals it decoded alone."""
+    import json
+
+    from t2t_jax.checkpoint.params import save_params
+    from t2t_jax.config import default_config
+    from t2t_jax.data.tokenizer import train_tokenizer
+    from t2t_jax.decode.translate import load_for_inference, translate_texts
+    from t2t_jax.special_ids import SpecialIds
+    from t2t_jax.workdir import Workdir
+
+    ids = SpecialIds(pad=2, eos=0)
+    text = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.", "Die Straße ist groß."] * 20
+    tokenizer = train_tokenizer(text, vocab_size=60, ids=ids)
+    assert tokenizer.encode("Ein Mann")[-1] == 0 and tokenizer.processor.pad_id() == 2
+    cfg = dataclasses.replace(CFG, vocab_size=60, pad_id=2, eos_id=0)
+    config = default_config().to_dict()
+    config["model"] = cfg.to_dict()
+    work = Workdir(tmp_path / "work")
+    save_params(work.checkpoints, 0, init_params(cfg, seed=4), config)
+    work.config.write_text(json.dumps(config))
+    tokenizer.save(work.vocabulary)
+    model = load_for_inference(work.root)
+    assert model.tokenizer.ids == ids
+    lines = ["Zwei Hunde spielen im Schnee.", "Ein Mann."]
+    together = translate_texts(lines, model.tokenizer, model.params, model.cfg, beam=2, tokens_per_batch=64)
+    for line, got in zip(lines, together.best):  # the reference: each sentence unpadded, alone
+        ids = model.tokenizer.encode(line)[None]
+        alone = np.asarray(translate_ids(model.params, ids, cfg=model.cfg, beam=2)[0])[0, 0]
+        assert got == model.tokenizer.decode(alone)
+    assert together.stats.sentences == 2 and together.stats.tokens > 0

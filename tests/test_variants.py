@@ -149,3 +149,22 @@ def test_relative_attention_with_clipping_equals_a_hand_computed_reference():
         )
     )
     np.testing.assert_allclose(step[:, 0], got[:, 4], atol=1e-6)
+
+
+def test_a_config_is_validated_without_importing_flax():
+    """The registry is data: naming any variant (or a wrong one) needs jax, not Flax or model code."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from t2t_jax.errors import ConfigError\n"
+        "from t2t_jax.model import variants\n"
+        "from t2t_jax.model.config import ModelConfig\n"
+        "[ModelConfig(attention=name) for name in variants.names()]\n"
+        "try:\n    ModelConfig(attention='dot_prodcut')\nexcept ConfigError as e:\n    print(e)\n"
+        "assert 'flax' not in sys.modules, 'flax was imported'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "model.attention = 'dot_prodcut': must be one of" in result.stdout
