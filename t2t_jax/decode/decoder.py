@@ -44,12 +44,12 @@ def _cached_step(model, params, encoded, input_segments, first_length, beam):
     batch = encoded.shape[0]
 
     def step(cache, tokens, index):
-        step = decode_cache.step_of(cache, index, beam, batch, first_length)
+        where = decode_cache.step_of(cache, index, beam, batch, first_length)
         variables = {"params": params} if cache is None else {"params": params, "cache": cache.model}
         logits, mutated = model.apply(
-            variables, encoded, input_segments, tokens, step, method=Transformer.decode_step, mutable=["cache"]
+            variables, encoded, input_segments, tokens, where, method=Transformer.decode_step, mutable=["cache"]
         )
-        return logits, SearchCache(mutated["cache"], step.ancestry)
+        return logits, SearchCache(mutated["cache"], where.ancestry)
 
     return step, decode_cache.reorder, lambda cache, length: decode_cache.grow(cache, length, beam)
 
