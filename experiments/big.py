@@ -1,16 +1,7 @@
-"""Transformer big, WMT14 EN-DE (Table 3 "big"): d 1024, d_ff 4096, 16 heads, P_drop 0.3, 300k steps."""
+"""Transformer big, WMT14 EN-DE (Table 3 "big"): d 1024, d_ff 4096, 16 heads, P_drop 0.3, 300k steps.
 
-import pathlib
-import runpy
+The packaged config t2t_jax/configs/big.py (``--config big`` from any directory);
+this file keeps the checkout path ``--config experiments/big.py`` working.
+"""
 
-_base = runpy.run_path(str(pathlib.Path(__file__).with_name("base.py")))
-
-
-def get_config():
-    c = _base["get_config"]()
-    c.model.d_model = 1024
-    c.model.d_ff = 4096
-    c.model.num_heads = 16
-    c.model.dropout = 0.3
-    c.train.steps = 300_000
-    return c
+from t2t_jax.configs.big import get_config  # noqa: F401

@@ -1,3 +1,30 @@
-"""t2t_jax: the Transformer of "Attention Is All You Need" in JAX/Flax."""
+"""t2t_jax: the Transformer of "Attention Is All You Need" in JAX/Flax.
+
+The public API (imported on first use, so ``import t2t_jax`` stays cheap): ``configs`` (the packaged configs:
+``configs.get("multi30k", "--config.a.b=v")``), ``train_and_evaluate(config, workdir)`` (named as in the Flax
+examples; ``t2t_jax.train`` is the training package), ``Translator.from_workdir(workdir)`` with ``.translate``
+and ``.score``, and ``Transformer`` / ``ModelConfig`` for your own loop.
+"""
 
 __version__ = "0.1.0"
+
+__all__ = ["ModelConfig", "Scores", "TrainingRun", "Transformer", "Translator", "configs", "train_and_evaluate"]
+
+_FROM = {
+    "ModelConfig": "t2t_jax.model.config",
+    "Transformer": "t2t_jax.model.transformer",
+    "Translator": "t2t_jax.api",
+    "Scores": "t2t_jax.api",
+    "TrainingRun": "t2t_jax.api",
+    "train_and_evaluate": "t2t_jax.api",
+}
+
+
+def __getattr__(name):
+    import importlib
+
+    if name == "configs":
+        return importlib.import_module("t2t_jax.configs")
+    if name in _FROM:
+        return getattr(importlib.import_module(_FROM[name]), name)
+    raise AttributeError(f"module 't2t_jax' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""``python -m t2t_jax.ablate --rows A,B,E --steps N --workdir DIR [--base-config experiments/multi30k.py]
+"""``python -m t2t_jax.ablate --rows A,B,E --steps N --workdir DIR [--base-config multi30k]
 [--config.a.b=v ...]``: Table 3 at a budget you choose.
 
 Every selected row (a letter picks all its rows; ``base`` is always included) is trained from the same
@@ -12,13 +12,11 @@ import argparse
 import json
 import math
 import pathlib
-import runpy
 
+from t2t_jax import configs
 from t2t_jax.cli.common import fail, quiet_libraries
 from t2t_jax.config import load_config
 from t2t_jax.errors import ConfigError, T2TError
-
-TABLE3 = pathlib.Path(__file__).resolve().parents[2] / "experiments" / "table3.py"
 
 
 def select_rows(spec: str, rows: dict) -> list[str]:
@@ -33,7 +31,7 @@ def select_rows(spec: str, rows: dict) -> list[str]:
 
 def row_overrides(row: str, rows: dict) -> list[str]:
     if rows[row] is None:
-        raise ConfigError(f"row {row!r} is a whole model (experiments/big.py), not a delta; leave it out")
+        raise ConfigError(f"row {row!r} is a whole model (configs/big.py), not a delta; leave it out")
     return [f"--config.{key}={value}" for key, value in rows[row].items()]
 
 
@@ -89,11 +87,11 @@ def main(argv=None):
     parser.add_argument("--rows", required=True, help="e.g. A,B,E or A_h1,E_learned")
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--workdir", required=True)
-    parser.add_argument("--base-config", default="experiments/multi30k.py")
+    parser.add_argument("--base-config", default="multi30k", help="a packaged config name or a config file")
     parser.add_argument("--bleu-sentences", type=int, default=200)
     args, rest = parser.parse_known_args(argv)
     quiet_libraries()
-    table = runpy.run_path(str(TABLE3))
+    table = vars(configs.module("table3"))
     base_overrides = [a for a in rest if a.startswith("--config.")]
     if len(base_overrides) != len(rest):
         parser.error(f"unrecognized arguments: {[a for a in rest if not a.startswith('--config.')]}")

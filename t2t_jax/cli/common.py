@@ -13,7 +13,9 @@ from t2t_jax.workdir import Workdir
 
 def parse_with_config(parser: argparse.ArgumentParser, argv=None):
     """Parse known flags; every remaining ``--config.key=value`` is a config override."""
-    parser.add_argument("--config", required=True, help="config file, e.g. experiments/base.py[:arg]")
+    parser.add_argument(
+        "--config", required=True, help="a packaged config (multi30k, base, table3:B_dk16, ...) or a file path[:arg]"
+    )
     args, rest = parser.parse_known_args(argv)
     overrides = [a for a in rest if a.startswith("--config.")]
     unknown = [a for a in rest if not a.startswith("--config.")]

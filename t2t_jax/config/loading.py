@@ -19,19 +19,11 @@ from t2t_jax.model.config import ModelConfig
 
 
 def load_config(spec: str, overrides: Iterable[str] = ()) -> ml_collections.ConfigDict:
-    """``spec`` is ``file.py`` or ``file.py:arg``; the file defines ``get_config([arg])``."""
+    """``spec`` is a config file ``file.py[:arg]`` or a packaged config ``name[:arg]`` (t2t_jax/configs/); the
+    config defines ``get_config([arg])``. ``experiments/<name>.py`` where no such file exists (outside a
+    checkout) names the packaged config ``<name>``."""
     path, _, arg = spec.partition(":")
-    file = pathlib.Path(path)
-    if not file.is_file():
-        raise ConfigError(f"config file not found: {path}")
-    module_spec = importlib.util.spec_from_file_location(f"_t2t_config_{file.stem}", file)
-    module = importlib.util.module_from_spec(module_spec)
-    try:
-        module_spec.loader.exec_module(module)
-    except SyntaxError as error:
-        raise ConfigError(f"{error.filename or path}:{error.lineno}: {error.msg} (config file)") from None
-    except Exception as error:  # noqa: BLE001 - a config file is user code: report where it failed
-        raise ConfigError(f"{path}{_where(error, file)}: {type(error).__name__}: {error} (while loading it)") from None
+    module, file = _config_module(path)
     if not hasattr(module, "get_config"):
         raise ConfigError(f"{path} does not define get_config()")
     try:
@@ -45,6 +37,31 @@ def load_config(spec: str, overrides: Iterable[str] = ()) -> ml_collections.Conf
     model_config(config)  # validate now, not after minutes of data loading
     validate_run_config(config)
     return config
+
+
+def _config_module(path: str):
+    """(module, its file) of a config file, or of the packaged config the path or name stands for."""
+    from t2t_jax import configs
+
+    file = pathlib.Path(path)
+    if not file.is_file():
+        # a bare name, or the checkout's experiments/<name>.py seen from elsewhere; any other path must exist
+        name = file.stem if file.suffix == ".py" and file.parent.name in ("", "experiments") else path
+        if name not in configs.names():
+            raise ConfigError(
+                f"config not found: {path} is neither a file nor a packaged config ({', '.join(configs.names())})"
+            )
+        module = configs.module(name)
+        return module, pathlib.Path(module.__file__)
+    module_spec = importlib.util.spec_from_file_location(f"_t2t_config_{file.stem}", file)
+    module = importlib.util.module_from_spec(module_spec)
+    try:
+        module_spec.loader.exec_module(module)
+    except SyntaxError as error:
+        raise ConfigError(f"{error.filename or path}:{error.lineno}: {error.msg} (config file)") from None
+    except Exception as error:  # noqa: BLE001 - a config file is user code: report where it failed
+        raise ConfigError(f"{path}{_where(error, file)}: {type(error).__name__}: {error} (while loading it)") from None
+    return module, file
 
 
 def _where(error: BaseException, file: pathlib.Path) -> str:

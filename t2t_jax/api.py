@@ -1,0 +1,100 @@
+"""The Python API: train a config into a workdir, then translate and score with it — what the commands do,
+as functions with named results (README, "Python API").
+
+    import t2t_jax
+    run = t2t_jax.train_and_evaluate(t2t_jax.configs.get("smoke"), "workdirs/smoke")
+    translator = t2t_jax.Translator.from_workdir("workdirs/smoke")
+    translator.translate(["a b c"]).best
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from t2t_jax.decode.translate import LoadedModel, Translations, load_for_inference, translate_texts
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingRun:
+    """What ``train_and_evaluate`` returns."""
+
+    workdir: str
+    summary: dict  # the training summary (also <workdir>/summary.json): steps, why it stopped, history
+    reports: dict  # the final stage's {split: report} (averaged checkpoint, test BLEU); empty when none ran
+    state: Any  # the final TrainState (params, optimizer state, step)
+
+
+def train_and_evaluate(config, workdir: str, *, final: bool = True, log=print) -> TrainingRun:
+    """What ``t2t-train`` does: check the splits exist, train to ``config.train.steps`` or the time budget
+    (resuming from ``workdir``'s checkpoints), then — if the run ended normally and ``final`` — average the
+    last ``final.average_last`` checkpoints and evaluate ``final.splits``."""
+    from t2t_jax.data.sources import check_splits
+    from t2t_jax.train.finish import final_splits, finish
+    from t2t_jax.train.loop import train as train_loop
+
+    check_splits(config, ["train", "validation", *final_splits(config)])
+    summary = dict(train_loop(config, str(workdir), printer=log))
+    state = summary.pop("state")
+    reports = {}
+    wants_final = config.final.average_last > 1 or final_splits(config)
+    if final and summary["stopped"] in ("steps", "budget") and wants_final:
+        reports = finish(config, workdir, log=log)
+    return TrainingRun(str(workdir), summary, reports, state)
+
+
+@dataclasses.dataclass(frozen=True)
+class Scores:
+    """What ``Translator.score`` returns."""
+
+    sacrebleu: float  # cased, 13a tokenisation
+    chrf: float
+    signature: str  # sacreBLEU's
+    hypotheses: list  # the translations scored, in input order
+
+
+class Translator:
+    """A trained model with its tokenizer: ``translate`` lines, ``score`` them against references."""
+
+    def __init__(self, model: LoadedModel):
+        self.model = model
+
+    @classmethod
+    def from_workdir(cls, workdir, checkpoint: str = "latest") -> Translator:
+        """``checkpoint``: latest, best, averaged or a step number."""
+        return cls(load_for_inference(workdir, checkpoint))
+
+    @property
+    def config(self) -> Any:
+        """The ModelConfig."""
+        return self.model.cfg
+
+    def translate(
+        self, texts, *, beam: int = 4, alpha: float = 0.6, n_best: int = 1, tokens_per_batch: int = 2048
+    ) -> Translations:
+        """Every line translated (``.best``: the best per line; ``.hypotheses[i]``: its ``n_best``, with
+        scores); beam 1 = greedy; α: GNMT length penalty (§6.1)."""
+        return translate_texts(
+            list(texts),
+            self.model.tokenizer,
+            self.model.params,
+            self.model.cfg,
+            beam=beam,
+            alpha=alpha,
+            nbest=n_best,
+            tokens_per_batch=tokens_per_batch,
+            log=lambda *_: None,
+        )
+
+    def score(self, sources, references, *, beam: int = 4, alpha: float = 0.6) -> Scores:
+        """Translate ``sources`` and score them against ``references`` (one reference per line)."""
+        from t2t_jax.evaluate.bleu import chrf, sacre_bleu
+
+        sources, references = list(sources), list(references)
+        if len(sources) != len(references):
+            from t2t_jax.errors import DataError
+
+            raise DataError(f"{len(sources)} sources but {len(references)} references")
+        hypotheses = self.translate(sources, beam=beam, alpha=alpha).best
+        bleu = sacre_bleu(hypotheses, references)
+        return Scores(bleu["score"], chrf(hypotheses, references)["score"], bleu["signature"], hypotheses)
