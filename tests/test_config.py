@@ -158,7 +158,7 @@ def test_a_config_file_that_fails_names_its_file_and_line(tmp_path):
     broken.write_text("from t2t_jax.config import default_config\n\ndef get_config():\n    c = default_config(\n")
     with pytest.raises(ConfigError, match=r"broken.py:4: '\(' was never closed"):
         load_config(str(broken))
-    with pytest.raises(ConfigError, match=r"experiments/table3.py:\d+: ValueError: unknown Table 3 row 'Z'"):
+    with pytest.raises(ConfigError, match=r"configs/table3.py:\d+: ValueError: unknown Table 3 row 'Z'"):
         load_config("experiments/table3.py:Z")
     result = subprocess.run(
         [sys.executable, "-m", "t2t_jax.train", "--config", str(broken), "--workdir", str(tmp_path / "w")],

@@ -31,7 +31,11 @@ def load_config(spec: str, overrides: Iterable[str] = ()) -> ml_collections.Conf
     except ConfigError:
         raise
     except Exception as error:  # noqa: BLE001 - e.g. an unknown Table 3 row
-        raise ConfigError(f"{path}{_where(error, file)}: {type(error).__name__}: {error}") from None
+        code = getattr(module.get_config, "__code__", None)  # a re-exported config raises in its own file
+        source = pathlib.Path(code.co_filename) if code else file
+        where = _where(error, source)
+        named = path if source.resolve() == file.resolve() or not where else str(source)
+        raise ConfigError(f"{named}{where}: {type(error).__name__}: {error}") from None
     for override in overrides:
         apply_override(config, override)
     model_config(config)  # validate now, not after minutes of data loading
