@@ -34,7 +34,7 @@ def load_config(spec: str, overrides: Iterable[str] = ()) -> ml_collections.Conf
         code = getattr(module.get_config, "__code__", None)  # a re-exported config raises in its own file
         source = pathlib.Path(code.co_filename) if code else file
         where = _where(error, source)
-        named = path if source.resolve() == file.resolve() or not where else str(source)
+        named = path if pathlib.Path(path).is_file() and source.resolve() == file.resolve() else str(source)
         raise ConfigError(f"{named}{where}: {type(error).__name__}: {error}") from None
     for override in overrides:
         apply_override(config, override)
