@@ -247,3 +247,33 @@ def test_marian_tokenizer_loads_offline_and_matches_ours(tmp_path):
     for sentence in ["Zwei Hunde spielen im Schnee.", "Die Straße ist groß."]:
         assert theirs(sentence)["input_ids"] == [int(i) for i in tokenizer.encode(sentence)]
         assert theirs.decode(tokenizer.encode(sentence), skip_special_tokens=True) == sentence
+
+
+def test_marian_export_generation_config_and_text_to_text_match_ours(tmp_path, trained):
+    """generation_config.json carries beam 4, start = pad, no forced EOS and the nearest length penalty;
+    the tokenizer's model_max_length is the position table; text in, text out through the export alone
+    (MarianTokenizer + generate(), what pipeline("translation") did before transformers 5 removed it) gives
+    our greedy translations."""
+    from t2t_jax.data.tokenizer import Tokenizer, train_tokenizer
+    from t2t_jax.export.marian import hf_length_penalty
+
+    text = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.", "Die Straße ist groß."] * 20
+    train_tokenizer(text, vocab_size=40).save(tmp_path / "spm.model")
+    tokenizer = Tokenizer.load(tmp_path / "spm.model")
+    export_marian(trained, CFG, tmp_path / "hf", spm_path=tmp_path / "spm.model")
+    generation = json.loads((tmp_path / "hf" / "generation_config.json").read_text())
+    assert generation["num_beams"] == 4 and generation["decoder_start_token_id"] == CFG.pad_id
+    assert generation["forced_eos_token_id"] is None and generation["max_length"] == CFG.max_len
+    assert generation["length_penalty"] == pytest.approx(0.6 * 20 / 25) == pytest.approx(hf_length_penalty(0.6))
+    assert json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text())["model_max_length"] == CFG.max_len
+    hf_tokenizer = transformers.MarianTokenizer.from_pretrained(tmp_path / "hf")
+    model = transformers.MarianMTModel.from_pretrained(tmp_path / "hf").eval()
+    assert model.generation_config.num_beams == 4  # read from generation_config.json
+    sentences = ["Zwei Hunde spielen.", "Die Straße ist groß.", "Ein Mann."]
+    with torch.no_grad():
+        ids = model.generate(**hf_tokenizer(sentences, return_tensors="pt", padding=True), num_beams=1)
+    theirs = hf_tokenizer.batch_decode(ids, skip_special_tokens=True)
+    for sentence, got in zip(sentences, theirs):
+        ids = np.asarray(tokenizer.encode(sentence))[None]
+        ours = np.asarray(translate_ids(trained, ids, cfg=CFG, beam=1)[0])[0, 0]
+        assert got == tokenizer.decode(ours).strip(), sentence  # HF's decode strips edge spaces

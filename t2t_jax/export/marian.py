@@ -115,9 +115,34 @@ def marian_config(cfg: ModelConfig) -> dict:
         "dropout": cfg.dropout,
         "attention_dropout": cfg.attention_dropout,
         "activation_dropout": cfg.relu_dropout,
-        "num_beams": 4,
-        "max_length": cfg.max_len,
         "is_encoder_decoder": True,
+    }
+
+
+TYPICAL_TARGET_LENGTH = 20  # tokens: where HF's length penalty is matched to GNMT's (generation_config)
+
+
+def hf_length_penalty(alpha: float, length: int = TYPICAL_TARGET_LENGTH) -> float:
+    """HF ranks finished beams by log P / |Y|^p, GNMT (§6.1) by log P / ((5 + |Y|) / 6)^α. No p equals GNMT at
+    every length; this p gives the same relative penalty d log(penalty) / d log |Y| = α |Y| / (5 + |Y|) at
+    ``length`` (0.48 for α 0.6 at 20 tokens). README, "Export", gives the BLEU cost measured."""
+    return alpha * length / (5 + length)
+
+
+def generation_config(cfg: ModelConfig, beam: int = 4, alpha: float = 0.6) -> dict:
+    """HF ``generate()`` defaults closest to ``t2t-translate``: beam 4, the nearest length penalty, start = pad,
+    no forced EOS; ``max_length`` is the position table (HF cannot express §6.1's source length + 50)."""
+    return {
+        "decoder_start_token_id": cfg.pad_id,
+        "bos_token_id": cfg.pad_id,
+        "eos_token_id": cfg.eos_id,
+        "pad_token_id": cfg.pad_id,
+        "forced_eos_token_id": None,
+        "num_beams": beam,
+        "length_penalty": round(hf_length_penalty(alpha), 4),
+        "early_stopping": False,
+        "max_length": cfg.max_len,
+        "do_sample": False,
     }
 
 
@@ -134,12 +159,13 @@ def export_marian(params, cfg: ModelConfig, out_dir, spm_path=None) -> pathlib.P
         state.pop(tied)  # tied to model.shared.weight
     save_file(state, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
     (out_dir / "config.json").write_text(json.dumps(marian_config(cfg), indent=2))
+    (out_dir / "generation_config.json").write_text(json.dumps(generation_config(cfg), indent=2))
     if spm_path is not None:
-        _write_tokenizer(out_dir, spm_path)
+        _write_tokenizer(out_dir, spm_path, cfg)
     return out_dir
 
 
-def _write_tokenizer(out_dir: pathlib.Path, spm_path) -> None:
+def _write_tokenizer(out_dir: pathlib.Path, spm_path, cfg: ModelConfig) -> None:
     import sentencepiece as spm
 
     processor = spm.SentencePieceProcessor(model_file=str(spm_path))
@@ -154,7 +180,7 @@ def _write_tokenizer(out_dir: pathlib.Path, spm_path) -> None:
                 "eos_token": processor.id_to_piece(1),
                 "unk_token": processor.id_to_piece(2),
                 "pad_token": processor.id_to_piece(0),
-                "model_max_length": 512,
+                "model_max_length": cfg.max_len,  # the position table has this many rows
                 "separate_vocabs": False,
             },
             indent=2,
