@@ -19,7 +19,7 @@ from t2t_jax.export.flat import flatten, load_flat, save_flat  # noqa: E402
 from t2t_jax.export.marian import export_marian  # noqa: E402
 from t2t_jax.export.marian_import import from_marian_state, marian_model_config, read_marian  # noqa: E402
 from t2t_jax.export.torch_export import export_torch  # noqa: E402
-from t2t_jax.model import ModelConfig, Transformer  # noqa: E402
+from t2t_jax.model import ModelConfig, Transformer, variants  # noqa: E402
 from t2t_jax.train.state import create_state, init_params, make_optimizer  # noqa: E402
 from t2t_jax.train.step import jit_train_step  # noqa: E402
 
@@ -128,6 +128,27 @@ def test_torch_export_matches(tmp_path, ln, positions):
         theirs = model.eval()(torch.tensor(src, dtype=torch.long), torch.tensor(shifted(tgt), dtype=torch.long))
     assert np.abs(theirs.numpy() - ours)[tgt != 0].max() <= 1e-4
     assert (tmp_path / "torch_model.py").exists()
+
+
+@pytest.mark.parametrize("name", variants.names())
+def test_every_attention_variant_exports_to_torch_with_equal_logits_or_is_refused_by_name(tmp_path, name):
+    """The record decides (model/variants.py ``exporters``): "torch" listed -> equal logits; else one
+    ExportError naming the variant, before anything is written."""
+    cfg = dataclasses.replace(CFG, attention=name)
+    params = init_params(cfg, 3)
+    if "torch" not in variants.get(name).exporters:
+        with pytest.raises(ExportError, match=f"cannot export to torch: .*{name!r}"):
+            export_torch(params, cfg, tmp_path / "out")
+        assert not (tmp_path / "out").exists()
+        return
+    blob = torch.load(export_torch(params, cfg, tmp_path / "out"))
+    model = torch_model.Transformer(**blob["config"])
+    model.load_state_dict(blob["state_dict"])
+    src, tgt = batch()
+    ours = np.asarray(Transformer(cfg).apply({"params": params}, src, tgt))
+    with torch.no_grad():
+        theirs = model.eval()(torch.tensor(src, dtype=torch.long), torch.tensor(shifted(tgt), dtype=torch.long))
+    assert np.abs(theirs.numpy() - ours)[tgt != 0].max() <= 1e-4
 
 
 def test_round_trip_through_marian_is_identical(marian):
