@@ -16,7 +16,6 @@ def test_smoke_config_learns_reversal_to_99_percent(tmp_path):
     lines = []
     summary = train(load_config("experiments/smoke.py"), str(tmp_path), printer=lambda *a, **k: lines.append(a[0]))
     assert summary["final_eval"]["accuracy"] >= 0.99, summary["final_eval"]
-    assert summary["wall_seconds"] < 60
     assert any("tok/s" in line and "ETA" in line for line in lines)
     assert (tmp_path / "summary.json").exists() and (tmp_path / "config.json").exists()
     assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
