@@ -117,9 +117,13 @@ def test_marian_refuses_pre_ln_without_leftovers(tmp_path):
 @pytest.mark.parametrize("positions", ["sinusoidal", "learned"])
 def test_torch_export_matches(tmp_path, ln, positions):
     cfg = dataclasses.replace(CFG, ln=ln, positions=positions)
-    params = init_params(cfg, 3)
-    path = export_torch(params, cfg, tmp_path)
-    blob = torch.load(path)
+    assert_torch_logits_equal(init_params(cfg, 3), cfg, tmp_path)
+    assert (tmp_path / "torch_model.py").exists()
+
+
+def assert_torch_logits_equal(params, cfg, out):
+    """Export to ``out``, load it with torch_model.py alone, compare logits on a padded batch."""
+    blob = torch.load(export_torch(params, cfg, out))
     model = torch_model.Transformer(**blob["config"])
     model.load_state_dict(blob["state_dict"])
     src, tgt = batch()
@@ -127,7 +131,6 @@ def test_torch_export_matches(tmp_path, ln, positions):
     with torch.no_grad():
         theirs = model.eval()(torch.tensor(src, dtype=torch.long), torch.tensor(shifted(tgt), dtype=torch.long))
     assert np.abs(theirs.numpy() - ours)[tgt != 0].max() <= 1e-4
-    assert (tmp_path / "torch_model.py").exists()
 
 
 @pytest.mark.parametrize("name", variants.names())
@@ -141,14 +144,7 @@ def test_every_attention_variant_exports_to_torch_with_equal_logits_or_is_refuse
             export_torch(params, cfg, tmp_path / "out")
         assert not (tmp_path / "out").exists()
         return
-    blob = torch.load(export_torch(params, cfg, tmp_path / "out"))
-    model = torch_model.Transformer(**blob["config"])
-    model.load_state_dict(blob["state_dict"])
-    src, tgt = batch()
-    ours = np.asarray(Transformer(cfg).apply({"params": params}, src, tgt))
-    with torch.no_grad():
-        theirs = model.eval()(torch.tensor(src, dtype=torch.long), torch.tensor(shifted(tgt), dtype=torch.long))
-    assert np.abs(theirs.numpy() - ours)[tgt != 0].max() <= 1e-4
+    assert_torch_logits_equal(params, cfg, tmp_path / "out")
 
 
 def test_round_trip_through_marian_is_identical(marian):
