@@ -25,15 +25,10 @@ def main(argv=None):
     quiet_libraries()
     import jax  # noqa: F401 - after argument errors are reported
 
-    from t2t_jax.data.sources import check_splits
-    from t2t_jax.train.finish import final_splits, finish
-    from t2t_jax.train.loop import train
+    from t2t_jax.api import train_and_evaluate
 
     try:
-        check_splits(config, ["train", "validation", *final_splits(config)])  # now, not after the training
-        summary = train(config, args.workdir)
-        if summary["stopped"] in ("steps", "budget") and (config.final.average_last > 1 or final_splits(config)):
-            finish(config, args.workdir)  # every process takes part (train/finish.py)
+        train_and_evaluate(config, args.workdir)  # every process takes part, the final stage too
     except T2TError as error:
         _leave(str(error))
     except jax.errors.JaxRuntimeError as error:

@@ -29,13 +29,15 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     quiet_libraries()
     use_compilation_cache(args.workdir)
+    from t2t_jax.decode.decoder import check_beam
     from t2t_jax.decode.translate import load_for_inference, translate_texts
 
-    if args.beam < 1 or not 1 <= args.nbest <= args.beam or args.tokens_per_batch < 1:
-        fail(
-            f"--beam {args.beam} / --nbest {args.nbest} / --tokens-per-batch {args.tokens_per_batch}: need beam >= 1 "
-            f"(1 = greedy), 1 <= nbest <= beam, tokens per batch >= 1"
-        )
+    try:
+        check_beam(args.beam, args.nbest)  # before loading anything
+    except T2TError as error:
+        fail(str(error))
+    if args.tokens_per_batch < 1:
+        fail(f"--tokens-per-batch {args.tokens_per_batch}: need at least 1")
     if args.output:
         check_writable(args.output)  # before decoding, not after: the translations would be lost
     try:

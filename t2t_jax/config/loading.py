@@ -31,11 +31,9 @@ def load_config(spec: str, overrides: Iterable[str] = ()) -> ml_collections.Conf
     except ConfigError:
         raise
     except Exception as error:  # noqa: BLE001 - e.g. an unknown Table 3 row
-        code = getattr(module.get_config, "__code__", None)  # a re-exported config raises in its own file
-        source = pathlib.Path(code.co_filename) if code else file
-        where = _where(error, source)
-        named = path if pathlib.Path(path).is_file() and source.resolve() == file.resolve() else str(source)
-        raise ConfigError(f"{named}{where}: {type(error).__name__}: {error}") from None
+        source = pathlib.Path(module.get_config.__code__.co_filename)  # a re-exported config raises in its own file
+        named = path if source.resolve() == pathlib.Path(path).resolve() else str(source)
+        raise ConfigError(f"{named}{_where(error, source)}: {type(error).__name__}: {error}") from None
     for override in overrides:
         apply_override(config, override)
     model_config(config)  # validate now, not after minutes of data loading

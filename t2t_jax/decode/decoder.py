@@ -24,9 +24,9 @@ def decode_length(cfg: ModelConfig, source_len: int) -> int:
 def check_beam(beam: int, nbest: int = 1) -> None:
     """Beam 1 is greedy search; there is no other spelling of greedy."""
     if beam < 1:
-        raise ConfigError(f"beam {beam}: must be >= 1 (1 = greedy search)")
+        raise ConfigError(f"--beam {beam}: need beam >= 1 (1 = greedy search)")
     if not 1 <= nbest <= beam:
-        raise ConfigError(f"nbest {nbest}: must be between 1 and the beam ({beam})")
+        raise ConfigError(f"--nbest {nbest}: need 1 <= nbest <= beam ({beam})")
 
 
 def _encode(model, params, inputs, cfg: ModelConfig):

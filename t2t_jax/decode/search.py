@@ -28,7 +28,7 @@ NEG_INF = -1e9
 
 class GreedyState(NamedTuple):
     t: Any  # steps taken (scalar int32)
-    tokens: jax.Array  # [batch, max_len] int32: generated so far, pad (0) after EOS
+    tokens: jax.Array  # [batch, max_len] int32: generated so far, start_id (= pad) after EOS
     finished: jax.Array  # [batch] bool
     score: jax.Array  # [batch] float32: summed log-probs
 
@@ -54,18 +54,19 @@ def length_penalty(length, alpha: float):
 def greedy_search(
     step_fn, batch: int, max_lengths, max_len: int, eos_id: int, start_id: int = 0, phases=None, grow_fn=None
 ):
-    """(tokens [batch, max_len], summed log-probs [batch]); positions after EOS hold pad (0).
+    """(tokens [batch, max_len], summed log-probs [batch]); positions after EOS hold ``start_id`` (= pad).
     ``phases`` / ``grow_fn``: see ``run_loop``."""
 
     def advance(state: GreedyState, cache, logits) -> LoopCarry:
         logp, choice = log_softmax_top_k(logits.astype(jnp.float32)[:, None], jnp.zeros((batch, 1)), 1)
-        choice = jnp.where(state.finished, 0, choice[:, 0])
+        choice = jnp.where(state.finished, start_id, choice[:, 0])
         score = state.score + jnp.where(state.finished, 0.0, logp[:, 0])
         tokens = state.tokens.at[:, state.t].set(choice)
         finished = state.finished | (choice == eos_id) | (state.t + 1 >= max_lengths)
         return LoopCarry(GreedyState(state.t + 1, tokens, finished, score), cache, choice)
 
-    state = GreedyState(0, jnp.zeros((batch, max_len), jnp.int32), jnp.zeros((batch,), bool), jnp.zeros((batch,)))
+    empty = jnp.full((batch, max_len), start_id, jnp.int32)
+    state = GreedyState(0, empty, jnp.zeros((batch,), bool), jnp.zeros((batch,)))
     logits, cache = step_fn(None, jnp.full((batch,), start_id, jnp.int32), 0)
     carry = advance(state, cache, logits)
 
@@ -142,13 +143,8 @@ def beam_search(
         )
 
     first_alive = jnp.where(jnp.arange(beam) == 0, 0.0, NEG_INF)  # one live beam at t=0: no duplicates
-    state = BeamState(
-        0,
-        jnp.zeros((batch, beam, max_len), jnp.int32),
-        jnp.tile(first_alive, (batch, 1)),
-        jnp.zeros((batch, beam, max_len), jnp.int32),
-        jnp.full((batch, beam), NEG_INF),
-    )
+    empty = jnp.full((batch, beam, max_len), start_id, jnp.int32)  # positions after EOS keep start_id (= pad)
+    state = BeamState(0, empty, jnp.tile(first_alive, (batch, 1)), empty, jnp.full((batch, beam), NEG_INF))
     logits, cache = step_fn(None, jnp.full((vocab_rows,), start_id, jnp.int32), 0)
     carry = advance(state, cache, logits)
 

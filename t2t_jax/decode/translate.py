@@ -12,10 +12,11 @@ import numpy as np
 
 from t2t_jax.checkpoint.params import load_params
 from t2t_jax.data.pipeline import bucket_length
-from t2t_jax.data.tokenizer import SpecialIds, Tokenizer
+from t2t_jax.data.tokenizer import Tokenizer
 from t2t_jax.decode.decoder import check_beam, translate_ids
 from t2t_jax.errors import ConfigError
 from t2t_jax.model.config import ModelConfig
+from t2t_jax.special_ids import SpecialIds
 from t2t_jax.workdir import Workdir
 
 

@@ -177,9 +177,9 @@ def _write_tokenizer(out_dir: pathlib.Path, spm_path, cfg: ModelConfig) -> None:
         json.dumps(
             {
                 "tokenizer_class": "MarianTokenizer",
-                "eos_token": processor.id_to_piece(1),
-                "unk_token": processor.id_to_piece(2),
-                "pad_token": processor.id_to_piece(0),
+                "eos_token": processor.id_to_piece(cfg.eos_id),
+                "unk_token": processor.id_to_piece(processor.unk_id()),
+                "pad_token": processor.id_to_piece(cfg.pad_id),
                 "model_max_length": cfg.max_len,  # the position table has this many rows
                 "separate_vocabs": False,
             },

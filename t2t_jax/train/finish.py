@@ -18,7 +18,7 @@ from t2t_jax.decode.translate import DecodeStats, load_for_inference, translate_
 from t2t_jax.errors import ConfigError
 from t2t_jax.evaluate.report import write_report
 from t2t_jax.train import distributed
-from t2t_jax.workdir import Workdir, workdir_path
+from t2t_jax.workdir import Workdir
 
 FINAL_BARRIER_SECONDS = 6 * 3600  # the others wait while process 0 averages (20 big checkpoints from a bucket)
 
@@ -37,7 +37,8 @@ def finish(config, workdir, log=print) -> dict:
     Every process of a multi-process run calls it: process 0 averages (reading and writing by itself, see
     checkpoint/params.py) while the others wait at one barrier; then each process decodes an equal share of
     every split, the hypotheses are gathered, and process 0 writes the reports once."""
-    workdir = workdir_path(workdir)
+    files = Workdir(workdir)
+    workdir = files.root
     lead = jax.process_index() == 0
     log = log if lead else (lambda *a, **k: None)
     splits = final_splits(config)
@@ -50,8 +51,8 @@ def finish(config, workdir, log=print) -> dict:
         )
     checkpoint, averaged = ("averaged", saved_steps(workdir)[-last:]) if last > 1 else ("latest", None)
     if last > 1 and lead:
-        average_last(workdir, last, Workdir(workdir).averaged, log=lambda *_: None)
-        log(f"averaged the checkpoints of steps {averaged} -> {Workdir(workdir).averaged}", flush=True)
+        average_last(workdir, last, files.averaged, log=lambda *_: None)
+        log(f"averaged the checkpoints of steps {averaged} -> {files.averaged}", flush=True)
     distributed.barrier("t2t_final_averaged", timeout_seconds=FINAL_BARRIER_SECONDS)
     reports = {}
     if splits:
@@ -70,7 +71,7 @@ def finish(config, workdir, log=print) -> dict:
                 target_lang=config.data.target_lang,
                 beam=config.final.beam,
                 alpha=config.final.alpha,
-                out_dir=Workdir(workdir).eval,
+                out_dir=files.eval,
                 name=name,
             )
             if lead
@@ -83,12 +84,12 @@ def finish(config, workdir, log=print) -> dict:
                 f"alpha {config.final.alpha}): "
                 f"sacreBLEU {report['sacrebleu']['score']:.2f} ({report['sacrebleu']['signature']}) | paper BLEU "
                 f"{report['paper_bleu']['score']:.2f} | chrF {report['chrf']['score']:.2f} | length ratio "
-                f"{report['length_ratio']:.3f} -> {Workdir(workdir).eval / name}.md",
+                f"{report['length_ratio']:.3f} -> {files.eval / name}.md",
                 flush=True,
             )
     if lead:
         summary = {"checkpoint": checkpoint, "averaged_steps": averaged, "reports": reports}
-        Workdir(workdir).final.write_text(json.dumps(summary, indent=2))
+        files.final.write_text(json.dumps(summary, indent=2))
     return reports
 
 
