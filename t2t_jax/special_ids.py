@@ -18,6 +18,11 @@ class SpecialIds:
         """The ids of a ModelConfig."""
         return cls(pad=cfg.pad_id, eos=cfg.eos_id)
 
+    @property
+    def unk(self) -> int:
+        """Where this project's sentencepiece training puts the unknown piece: the first of 0, 1, 2 left free."""
+        return min({0, 1, UNK} - {self.pad, self.eos})
+
 
 DEFAULT = SpecialIds()
 UNK = 2  # sentencepiece's unknown piece in the vocabularies this project trains (the model never needs it)

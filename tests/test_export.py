@@ -11,7 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from t2t_jax.config import default_config  # noqa: E402
+from export_models import CFG, batch, shifted, trained_params  # noqa: E402
+
 from t2t_jax.decode.decoder import translate_ids  # noqa: E402
 from t2t_jax.errors import ExportError  # noqa: E402
 from t2t_jax.export import torch_model  # noqa: E402
@@ -20,42 +21,12 @@ from t2t_jax.export.marian import export_marian  # noqa: E402
 from t2t_jax.export.marian_import import from_marian_state, marian_model_config, read_marian  # noqa: E402
 from t2t_jax.export.torch_export import export_torch  # noqa: E402
 from t2t_jax.model import ModelConfig, Transformer, variants  # noqa: E402
-from t2t_jax.train.state import create_state, init_params, make_optimizer  # noqa: E402
-from t2t_jax.train.step import jit_train_step  # noqa: E402
-
-CFG = ModelConfig(
-    vocab_size=40, d_model=32, num_heads=4, d_ff=64, encoder_layers=2, decoder_layers=2, max_len=64, dropout=0.0
-)
-
-
-def batch(rows=4, seed=0):
-    rng = np.random.default_rng(seed)
-    src = rng.integers(3, 40, (rows, 7)).astype(np.int32)
-    src[1, 5:] = 0
-    tgt = rng.integers(3, 40, (rows, 6)).astype(np.int32)
-    tgt[0, 4:] = 0
-    return src, tgt
-
-
-def shifted(tgt):
-    return np.concatenate([np.zeros((tgt.shape[0], 1), np.int32), tgt[:, :-1]], 1)
+from t2t_jax.train.state import init_params  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def trained():
-    """A briefly trained tiny model (reversal task) so outputs are peaked, not uniform."""
-    optimizer = default_config().optimizer
-    optimizer.warmup_steps = 50
-    tx, _ = make_optimizer(optimizer, CFG)
-    state = create_state(CFG, tx, 0)
-    step = jit_train_step(Transformer(CFG), tx, 0.1)
-    rng = np.random.default_rng(1)
-    for _ in range(150):
-        src = rng.integers(3, 40, (32, 8)).astype(np.int32)
-        src[:, -1] = 1
-        tgt = np.concatenate([src[:, -2::-1], src[:, -1:]], 1)
-        state, _ = step(state, {"inputs": src, "targets": tgt})
-    return state.params
+    return trained_params()
 
 
 @pytest.fixture(scope="module", params=["random", "trained"])

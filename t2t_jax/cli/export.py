@@ -1,4 +1,4 @@
-"""``python -m t2t_jax.export --workdir DIR [--checkpoint ...] --format safetensors|npz|hf-marian|torch --out OUT``."""
+"""``t2t-export --workdir DIR [--checkpoint ...] --format FORMAT --out OUT`` (FORMATS below)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from t2t_jax.cli.common import fail, quiet_libraries
 from t2t_jax.errors import T2TError
 from t2t_jax.workdir import Workdir
 
-FORMATS = ("safetensors", "npz", "hf-marian", "torch")
+FORMATS = ("safetensors", "npz", "hf-marian", "torch", "ctranslate2")
 
 
 def main(argv=None):
@@ -33,6 +33,7 @@ def main(argv=None):
     import json
 
     from t2t_jax.checkpoint.params import load_params
+    from t2t_jax.export.ctranslate2 import export_ctranslate2
     from t2t_jax.export.flat import save_flat
     from t2t_jax.export.marian import export_marian
     from t2t_jax.export.output import check_output_dir, finish_output, staging_dir
@@ -55,6 +56,8 @@ def main(argv=None):
                 path = save_flat(params, cfg.to_dict(), staged, args.format, spm)
             elif args.format == "hf-marian":
                 path = export_marian(params, cfg, staged, spm)
+            elif args.format == "ctranslate2":
+                path = export_ctranslate2(params, cfg, staged, spm)
             else:
                 path = export_torch(params, cfg, staged, spm)
         except BaseException:

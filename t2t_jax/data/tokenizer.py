@@ -9,7 +9,7 @@ import numpy as np
 import sentencepiece as spm
 
 from t2t_jax.errors import DataError
-from t2t_jax.special_ids import DEFAULT, UNK, SpecialIds
+from t2t_jax.special_ids import DEFAULT, SpecialIds
 from t2t_jax.workdir import workdir_path
 
 
@@ -78,7 +78,7 @@ def train_tokenizer(
             model_type=model_type,
             pad_id=ids.pad,
             eos_id=ids.eos,
-            unk_id=min({0, 1, UNK} - {ids.pad, ids.eos}),
+            unk_id=ids.unk,
             bos_id=-1,
             character_coverage=1.0,
             input_sentence_size=max_sentences,

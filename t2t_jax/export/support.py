@@ -39,9 +39,16 @@ def _marian_reasons(cfg: ModelConfig) -> list[str]:
     return reasons
 
 
-STRUCTURAL = {"hf-marian": _marian_reasons, "torch": lambda cfg: []}
+def _ctranslate2_reasons(cfg: ModelConfig) -> list[str]:
+    if cfg.head_dim_k * cfg.num_heads != cfg.d_model or cfg.head_dim_v * cfg.num_heads != cfg.d_model:
+        return ["d_k or d_v other than d_model / heads (CTranslate2 splits d_model into the heads)"]
+    return []
+
+
+STRUCTURAL = {"hf-marian": _marian_reasons, "torch": lambda cfg: [], "ctranslate2": _ctranslate2_reasons}
 ALTERNATIVE = {
     "hf-marian": "--format torch (mirrors more options) or safetensors",
+    "ctranslate2": "--format torch (mirrors more options) or safetensors",
     "torch": "--format safetensors (the params as they are)",
 }
 

@@ -16,7 +16,11 @@ from collections.abc import Callable
 from t2t_jax.model import attention_functions as fns
 
 SUBLAYERS = ("encoder_self", "decoder_self", "cross")  # the three kinds of attention sublayer
-EXPORT_FORMATS = ("hf-marian", "torch")  # formats that re-implement the computation (flat dumps take any params)
+EXPORT_FORMATS = (
+    "hf-marian",
+    "torch",
+    "ctranslate2",
+)  # formats that re-implement the computation (flat dumps take any params)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +106,7 @@ register(
         "dot_product_unscaled",
         fns.dot_product_unscaled,
         dot_scale=lambda d_k: 1.0,
+        exporters=("ctranslate2",),  # its queries_scale attribute takes 1.0
         summary="dot-product without 1/sqrt(d_k) (§3.2.1)",
     )
 )
