@@ -1,0 +1,143 @@
+"""One checkpoint, one real test set, three decoders: t2t_jax, CTranslate2 (float32 and int8) and Hugging Face
+``generate()`` on the Marian export. Speed (a compiled second run for ours), BLEU, and how many lines each
+engine's greedy output shares with ours. Prints JSON.
+
+    T2T_DATA_DIR=../shared/data python bench/decode_engines.py --workdir W [--checkpoint averaged] [--limit N]
+
+Every engine gets the same threads (``--threads``, default all cores) and batches of ``--batch`` sentences.
+Beam 4: ours ranks by GNMT's α = 0.6 (§6.1); CTranslate2 and HF by log P / |Y|^p with the p the HF export
+writes (export/marian.py::hf_length_penalty). Ours decodes in the config's dtype; the exports are float32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import ml_collections  # noqa: E402
+
+from t2t_jax.checkpoint.params import load_params  # noqa: E402
+from t2t_jax.data.sources import split_text  # noqa: E402
+from t2t_jax.decode.decoder import decode_length  # noqa: E402
+from t2t_jax.decode.translate import load_for_inference, translate_texts  # noqa: E402
+from t2t_jax.evaluate.bleu import sacre_bleu  # noqa: E402
+from t2t_jax.export.ctranslate2 import export_ctranslate2  # noqa: E402
+from t2t_jax.export.marian import export_marian, hf_length_penalty  # noqa: E402
+from t2t_jax.workdir import Workdir  # noqa: E402
+
+
+def ct2_translate(directory, sources, cfg, *, beam, compute_type, threads, batch):
+    """(translations, target tokens with EOS as ours counts them); loading the model is timed too."""
+    import ctranslate2
+    import sentencepiece as spm
+
+    pieces = spm.SentencePieceProcessor(model_file=f"{directory}/source.spm")
+    engine = ctranslate2.Translator(directory, device="cpu", compute_type=compute_type, intra_threads=threads)
+    tokens = [pieces.encode(line, out_type=str) for line in sources]
+    results = engine.translate_batch(
+        tokens,
+        beam_size=beam,
+        length_penalty=hf_length_penalty(0.6) if beam > 1 else 1.0,
+        max_batch_size=batch,
+        max_decoding_length=decode_length(cfg, max(map(len, tokens)) + 1),
+    )
+    hypotheses = [result.hypotheses[0] for result in results]
+    return [pieces.decode(h) for h in hypotheses], sum(len(h) + 1 for h in hypotheses)
+
+
+def timed(fn):
+    """``fn``'s (outputs, tokens) and its seconds."""
+    start = time.perf_counter()
+    outputs, tokens = fn()
+    return outputs, tokens, time.perf_counter() - start
+
+
+def hf_translate(directory, sources, *, beam, threads, batch):
+    import torch
+    from transformers import MarianMTModel, MarianTokenizer
+
+    torch.set_num_threads(threads)
+    tokenizer = MarianTokenizer.from_pretrained(directory)
+    model = MarianMTModel.from_pretrained(directory).eval()
+    out, count = [], 0
+    for start in range(0, len(sources), batch):
+        inputs = tokenizer(sources[start : start + batch], return_tensors="pt", padding=True)
+        with torch.no_grad():
+            ids = model.generate(**inputs, num_beams=beam)
+        count += int((ids[:, 1:] != model.config.pad_token_id).sum())
+        out += tokenizer.batch_decode(ids, skip_special_tokens=True)
+    return out, count
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--checkpoint", default="averaged")
+    parser.add_argument("--limit", type=int, default=0, help="first N test sentences (0 = all)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--batch", type=int, default=64, help="sentences per batch for CTranslate2 and HF")
+    args = parser.parse_args()
+    model = load_for_inference(args.workdir, args.checkpoint)
+    sources, references = split_text(ml_collections.ConfigDict(model.config), "test")
+    if args.limit:
+        sources, references = sources[: args.limit], references[: args.limit]
+    report = {
+        "workdir": args.workdir,
+        "checkpoint": args.checkpoint,
+        "step": model.step,
+        "our_dtype": model.cfg.dtype,
+        "sentences": len(sources),
+        "threads": args.threads,
+        "batch": args.batch,
+    }
+
+    def ours(beam):
+        """Timed on a second run: the first compiles each batch shape (its time is reported apart)."""
+        start = time.perf_counter()
+        translate_texts(sources, model.tokenizer, model.params, model.cfg, beam=beam, log=lambda *_: None)
+        report[f"t2t_jax_beam{beam}_first_run_seconds"] = round(time.perf_counter() - start, 2)
+        start = time.perf_counter()
+        result = translate_texts(sources, model.tokenizer, model.params, model.cfg, beam=beam, log=lambda *_: None)
+        return result.best, result.stats.tokens, time.perf_counter() - start
+
+    with tempfile.TemporaryDirectory() as scratch:
+        _, params = load_params(args.workdir, args.checkpoint)
+        spm_path = Workdir(args.workdir).vocabulary
+        export_marian(params, model.cfg, f"{scratch}/hf", spm_path=spm_path)
+        export_ctranslate2(params, model.cfg, f"{scratch}/ct2", spm_path=spm_path)
+        ct2 = lambda beam, kind: ct2_translate(  # noqa: E731
+            f"{scratch}/ct2", sources, model.cfg, beam=beam, compute_type=kind, threads=args.threads, batch=args.batch
+        )
+        hf = lambda beam: hf_translate(f"{scratch}/hf", sources, beam=beam, threads=args.threads, batch=args.batch)  # noqa: E731
+        runs = {}
+        for beam in (1, 4):
+            runs[f"t2t_jax_beam{beam}"] = lambda beam=beam: ours(beam)
+            runs[f"ctranslate2_float32_beam{beam}"] = lambda beam=beam: timed(lambda: ct2(beam, "float32"))
+            runs[f"ctranslate2_int8_beam{beam}"] = lambda beam=beam: timed(lambda: ct2(beam, "int8"))
+            runs[f"hf_generate_beam{beam}"] = lambda beam=beam: timed(lambda: hf(beam))
+        outputs = {}
+        for name, run in runs.items():
+            outputs[name], tokens, seconds = run()
+            report[name] = {
+                "seconds": round(seconds, 2),
+                "sentences_per_s": round(len(sources) / seconds, 1),
+                "target_tokens_per_s": round(tokens / seconds, 1),
+                "sacrebleu": round(sacre_bleu(outputs[name], references)["score"], 2),
+            }
+            print(name, report[name], file=sys.stderr, flush=True)
+    for name in outputs:
+        if name.endswith("beam1") and not name.startswith("t2t_jax"):
+            same = sum(a == b for a, b in zip(outputs[name], outputs["t2t_jax_beam1"])) / len(sources)
+            report[name]["identical_lines_vs_t2t_jax_greedy"] = round(same, 4)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
