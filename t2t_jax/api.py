@@ -70,10 +70,18 @@ class Translator:
         return self.model.cfg
 
     def translate(
-        self, texts, *, beam: int = 4, alpha: float = 0.6, n_best: int = 1, tokens_per_batch: int = 2048
+        self,
+        texts,
+        *,
+        beam: int = 4,
+        alpha: float = 0.6,
+        n_best: int = 1,
+        tokens_per_batch: int = 2048,
+        progress=None,
     ) -> Translations:
         """Every line translated (``.best``: the best per line; ``.hypotheses[i]``: its ``n_best``, with
-        scores); beam 1 = greedy; α: GNMT length penalty (§6.1)."""
+        scores); beam 1 = greedy; α: GNMT length penalty (§6.1). ``progress``: a (done, total) callback, e.g.
+        ``t2t_jax.progress.Meter("translate")``."""
         return translate_texts(
             list(texts),
             self.model.tokenizer,
@@ -84,6 +92,7 @@ class Translator:
             nbest=n_best,
             tokens_per_batch=tokens_per_batch,
             log=lambda *_: None,
+            progress=progress,
         )
 
     def score(self, sources, references, *, beam: int = 4, alpha: float = 0.6) -> Scores:

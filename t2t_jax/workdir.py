@@ -78,9 +78,3 @@ def check_workdir(path: epath.Path) -> None:
         raise ConfigError(f"--workdir {path} is a file, not a directory")
     if not is_url(path) and path.exists() and not os.access(os.fspath(path), os.W_OK):
         raise ConfigError(f"--workdir {path} is not writable")
-
-
-def append_text(path: epath.Path, text: str) -> None:
-    """Append to a file (object stores have no append: read, extend, write the whole file)."""
-    existing = path.read_text() if path.exists() else ""
-    path.write_text(existing + text)

@@ -38,6 +38,7 @@ def test_ablation_runner_writes_table(tmp_path):
         timeout=600,
     )
     assert out.returncode == 0, out.stdout + out.stderr
+    assert "[base 1/2] step 2/6" in out.stdout and "[E_learned 2/2] step 6/6" in out.stdout  # each run's progress
     lines = (tmp_path / "ab" / "table3.md").read_text().splitlines()
     assert lines[0].startswith("Command: `python -m t2t_jax.ablate --rows E")
     rows = [line for line in lines if line.startswith("| base") or line.startswith("| E_learned")]

@@ -19,6 +19,7 @@ from t2t_jax.checkpoint.params import load_params
 from t2t_jax.config import load_config, model_config
 from t2t_jax.errors import ConfigError
 from t2t_jax.model import Transformer
+from t2t_jax.train.history import read_history
 from t2t_jax.train.loop import train
 from t2t_jax.train.parallel import host_tree
 from t2t_jax.train.state import create_state, make_optimizer
@@ -81,6 +82,8 @@ def test_kill_9_then_resume_is_identical(tmp_path):
     # completed after step 10 are removed, leaving the disk as a kill between the saves at 10 and 20 does.
     code, first = run_until(command(workdir, "--config.train.steps=100000"), saved, signal.SIGKILL)
     assert code == -signal.SIGKILL
+    killed = [h["step"] for h in read_history(workdir) if h["split"] == "train"]
+    assert killed[:12] == list(range(1, 13))  # history.jsonl is written as the run trains: kill -9 keeps it
     for later in (workdir / "checkpoints").iterdir():
         if later.name.isdigit() and int(later.name) > 10:
             shutil.rmtree(later)
@@ -89,6 +92,9 @@ def test_kill_9_then_resume_is_identical(tmp_path):
     expected, got = step_losses(straight.stdout), step_losses(resumed.stdout)
     assert sorted(got) == list(range(11, 21))
     assert all(got[s] == expected[s] for s in got)
+    history = [(h["step"], h["loss"]) for h in read_history(workdir) if h["split"] == "train"]
+    straight_history = [(h["step"], h["loss"]) for h in read_history(tmp_path / "a") if h["split"] == "train"]
+    assert history == straight_history  # steps 11.. once: the resumed run dropped the killed run's lines after 10
     a, b = final_params(tmp_path / "a"), final_params(workdir)
     assert all(np.array_equal(a[k], b[k]) for k in a)
 

@@ -75,6 +75,7 @@ def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
         timeout=300,
     )
     assert translate.returncode == 0, translate.stderr
+    assert "translate [####################] 100% 40/40 sentences" in translate.stderr  # its progress, at the end
     hypotheses = output.read_text().splitlines()
     assert len(hypotheses) == 40
     assert sacre_bleu(hypotheses, references)["score"] == pytest.approx(100.0)
@@ -97,6 +98,7 @@ def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
         timeout=300,
     )
     assert evaluate.returncode == 0 and "sacreBLEU 100.00" in evaluate.stdout, evaluate.stdout + evaluate.stderr
+    assert "evaluate test.en [####################] 100% 40/40 sentences" in evaluate.stderr
     assert (workdir / "eval" / "test.en.latest.json").exists()
     maps = subprocess.run(
         [sys.executable, "-m", "t2t_jax.visualize", "--workdir", str(workdir), "--sentence", "a b c d"],
@@ -108,3 +110,11 @@ def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
     pngs = sorted((workdir / "attention").glob("*.png"))
     assert len(pngs) == 6  # 2 encoder self + 2 decoder self + 2 decoder cross layers
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    (workdir / "curves.png").unlink()
+    curves = subprocess.run(
+        [sys.executable, "-m", "t2t_jax.visualize", "--workdir", str(workdir), "--curves"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert curves.returncode == 0 and (workdir / "curves.png").read_bytes()[:4] == b"\x89PNG", curves.stderr

@@ -11,6 +11,7 @@ import orbax.checkpoint as ocp
 from t2t_jax.checkpoint.manager import LATEST_DIR
 from t2t_jax.checkpoint.params import alone_options, restore_params_tree, save_params
 from t2t_jax.errors import ConfigError
+from t2t_jax.progress import Meter
 from t2t_jax.workdir import Workdir, workdir_path
 
 
@@ -23,9 +24,10 @@ def saved_steps(workdir) -> list[int]:
     return sorted(manager.all_steps())
 
 
-def average_last(workdir, last: int, out_dir, log=print, until: int | None = None) -> list[int]:
+def average_last(workdir, last: int, out_dir, log=None, until: int | None = None) -> list[int]:
     """Average the params of the last ``last`` checkpoints of ``workdir`` (those at or before step ``until``
-    when given: what a shorter run would have averaged) into ``out_dir``; returns the steps."""
+    when given: what a shorter run would have averaged) into ``out_dir``; returns the steps. Progress goes to
+    ``log`` (a print-like function), or with None to stderr (a live bar on a terminal)."""
     directory = workdir_path(workdir) / LATEST_DIR
     steps = [s for s in saved_steps(workdir) if until is None or s <= until]
     if len(steps) < last:
@@ -33,11 +35,12 @@ def average_last(workdir, last: int, out_dir, log=print, until: int | None = Non
         raise ConfigError(f"--last {last}: only {len(steps)} checkpoint(s){where} in {directory} (steps {steps})")
     chosen = steps[-last:]
     total = None
-    for step in chosen:
+    meter = Meter(f"average steps {chosen[0]}..{chosen[-1]}", len(chosen), unit="checkpoints", printer=log)
+    for done, step in enumerate(chosen, 1):
         _, params = restore_params_tree(directory, step)
         params = jax.tree_util.tree_map(lambda x: np.asarray(x, np.float32), params)
         total = params if total is None else jax.tree_util.tree_map(np.add, total, params)
-        log(f"read step {step}")
+        meter(done)
     average = jax.tree_util.tree_map(lambda x: x / np.float32(len(chosen)), total)
     config = json.loads(Workdir(workdir).config.read_text())
     save_params(out_dir, chosen[-1], average, {**config, "_averaged_steps": chosen}, workdir=workdir)

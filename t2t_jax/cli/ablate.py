@@ -35,7 +35,8 @@ def row_overrides(row: str, rows: dict) -> list[str]:
     return [f"--config.{key}={value}" for key, value in rows[row].items()]
 
 
-def run_row(row, base_config, overrides, steps, workdir, bleu_sentences, say, changes="-"):
+def run_row(row, base_config, overrides, steps, workdir, bleu_sentences, say, changes="-", position=""):
+    """Train one row; its progress lines go to ``say`` prefixed with the row and ``position`` ("2/5")."""
     from t2t_jax.train.loop import train
 
     config = load_config(
@@ -49,7 +50,8 @@ def run_row(row, base_config, overrides, steps, workdir, bleu_sentences, say, ch
             "--config.train.bleu_beam=1",
         ],
     )
-    summary = train(config, str(workdir), printer=lambda *a, **k: None)
+    tag = f"[{row} {position}] " if position else f"[{row}] "
+    summary = train(config, str(workdir), printer=lambda message, **kw: say(tag + str(message), **kw))
     final = summary["final_eval"]
     speeds = [h["tokens_per_s"] for h in summary["history"] if h["split"] == "train"][1:]  # skip compile
     result = {
@@ -99,7 +101,7 @@ def main(argv=None):
     try:
         rows = select_rows(args.rows, table["ROWS"])
         results = []
-        for row in rows:
+        for number, row in enumerate(rows, 1):
             delta = row_overrides(row, table["ROWS"])
             changes = " ".join(o.removeprefix("--config.") for o in delta) or "-"
             results.append(
@@ -112,6 +114,7 @@ def main(argv=None):
                     args.bleu_sentences,
                     print,
                     changes,
+                    position=f"{number}/{len(rows)}",
                 )
             )
     except T2TError as error:

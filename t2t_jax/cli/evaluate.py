@@ -31,6 +31,7 @@ def main(argv=None):
     from t2t_jax.data.sources import split_text
     from t2t_jax.decode.translate import load_for_inference
     from t2t_jax.evaluate.report import evaluate_texts
+    from t2t_jax.progress import Meter
 
     try:
         model = load_for_inference(args.workdir, args.checkpoint)
@@ -51,6 +52,7 @@ def main(argv=None):
             alpha=args.alpha,
             out_dir=Workdir(args.workdir).eval,
             name=f"{name}.{args.checkpoint}",
+            progress=Meter(f"evaluate {name}", unit="sentences"),
         )
     except T2TError as error:
         fail(str(error))

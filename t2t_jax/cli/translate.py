@@ -31,6 +31,7 @@ def main(argv=None):
     use_compilation_cache(args.workdir)
     from t2t_jax.decode.decoder import check_beam
     from t2t_jax.decode.translate import load_for_inference, translate_texts
+    from t2t_jax.progress import Meter
 
     try:
         check_beam(args.beam, args.nbest)  # before loading anything
@@ -43,11 +44,7 @@ def main(argv=None):
     try:
         texts = read_lines(args.input) if args.input else _stdin_lines()
         model = load_for_inference(args.workdir, args.checkpoint)
-        show = (
-            (lambda done, total: print(f"\rtranslated {done}/{total}", end="", file=sys.stderr, flush=True))
-            if args.input
-            else None
-        )
+        meter = Meter("translate", unit="sentences")  # stderr: a live bar on a terminal, lines in a log
         translations = translate_texts(
             texts,
             model.tokenizer,
@@ -58,8 +55,9 @@ def main(argv=None):
             nbest=args.nbest,
             tokens_per_batch=args.tokens_per_batch,
             log=lambda m: print(m, file=sys.stderr),
-            progress=show,
+            progress=meter,
         )
+        meter.close()
     except T2TError as error:
         fail(str(error))
     lines = [
@@ -72,7 +70,7 @@ def main(argv=None):
             handle.write(output)
         stats = translations.stats
         print(
-            f"\n{stats.sentences} sentences in {stats.seconds:.1f}s (checkpoint step {model.step}) -> {args.output}",
+            f"{stats.sentences} sentences in {stats.seconds:.1f}s (checkpoint step {model.step}) -> {args.output}",
             file=sys.stderr,
         )
     else:

@@ -1,8 +1,10 @@
-"""``python -m t2t_jax.visualize --workdir DIR --sentence "..." [--checkpoint ...] [--out DIR]``.
+"""``t2t-visualize --workdir DIR --sentence "..." [--checkpoint ...] [--out DIR]`` or ``--curves``.
 
-Translates the sentence (greedy), then writes one PNG per layer and attention kind (encoder self,
-decoder self, decoder cross) with a panel per head, as in the paper's Figures 3-5. Maps always come
-from the explicit dot-product path, also for models trained with the fused kernel.
+``--curves`` draws ``curves.png`` from ``history.jsonl`` now, also while the run trains or after it was
+killed (training redraws it at every evaluation). ``--sentence`` translates the sentence (greedy), then
+writes one PNG per layer and attention kind (encoder self, decoder self, decoder cross) with a panel per
+head, as in the paper's Figures 3-5. Maps always come from the explicit dot-product path, also for models
+trained with the fused kernel.
 """
 
 from __future__ import annotations
@@ -62,13 +64,29 @@ def plot(weights, row_labels, col_labels, title, path):
     plt.close(fig)
 
 
+def draw_curves(workdir) -> None:
+    from t2t_jax.train.curves import plot_curves
+
+    path = plot_curves(workdir) if Workdir(workdir).history.exists() else None
+    if path is None:
+        fail(f"no training entries in {Workdir(workdir).history} yet (the first comes at step train.log_every)")
+    print(f"wrote {path}")
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="t2t-visualize", description="Attention maps of one sentence as PNGs.")
+    parser = argparse.ArgumentParser(
+        prog="t2t-visualize", description="Attention maps of one sentence, or the training curves, as PNGs."
+    )
     parser.add_argument("--workdir", required=True)
-    parser.add_argument("--sentence", required=True)
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--sentence", help="draw the attention maps of this sentence's greedy translation")
+    what.add_argument("--curves", action="store_true", help="draw WORKDIR/curves.png from history.jsonl")
     parser.add_argument("--checkpoint", default="latest")
     parser.add_argument("--out", help="output directory (default: WORKDIR/attention)")
     args = parser.parse_args(argv)
+    if args.curves:
+        draw_curves(args.workdir)
+        return
     quiet_libraries()
     from t2t_jax.decode.decoder import translate_ids
     from t2t_jax.decode.translate import load_for_inference

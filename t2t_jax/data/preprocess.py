@@ -28,6 +28,7 @@ from t2t_jax.data import records
 from t2t_jax.data.sources import describe_split, stream_pairs
 from t2t_jax.data.tokenizer import Tokenizer, train_tokenizer
 from t2t_jax.errors import DataError
+from t2t_jax.progress import Meter
 from t2t_jax.special_ids import SpecialIds
 from t2t_jax.workdir import workdir_path
 
@@ -167,7 +168,8 @@ def _encode_split(config, split, tokenizer, directory, dtype, workers, shard_pai
     chunks = _chunks(stream_pairs(config, split, skipped=skipped), shard_pairs)
     lengths_raw = directory / f"{split}.lengths.raw"
     shards, pending, pool = [], collections.deque(), None
-    started, pairs = time.perf_counter(), 0
+    pairs = 0
+    meter = Meter(f"preprocess {split}", unit="pairs", printer=log)  # a line every 10 s and the total
     try:
         with lengths_raw.open("wb") as lengths_out:
             for index, chunk in enumerate(chunks):
@@ -185,11 +187,10 @@ def _encode_split(config, split, tokenizer, directory, dtype, workers, shard_pai
                     while len(pending) > workers:  # bounded: at most workers + 1 chunks in memory
                         lengths_out.write(pending.popleft().get().tobytes())
                 pairs += len(chunk)
-                if split == "train" and index % 10 == 9:
-                    rate = pairs / (time.perf_counter() - started)
-                    log(f"preprocess {split}: {pairs:,} pairs read, {rate:,.0f} pairs/s")
+                meter(pairs)
             while pending:
                 lengths_out.write(pending.popleft().get().tobytes())
+            meter.close()
     finally:
         if pool is not None:
             pool.terminate()

@@ -10,9 +10,10 @@ from t2t_jax.workdir import workdir_path
 
 
 def evaluate_texts(
-    sources, references, tokenizer, params, cfg, *, target_lang, beam, alpha, out_dir, name, log=print
+    sources, references, tokenizer, params, cfg, *, target_lang, beam, alpha, out_dir, name, log=print, progress=None
 ) -> dict:
-    translations = translate_texts(sources, tokenizer, params, cfg, beam=beam, alpha=alpha, log=log)
+    """Translate, score and write the report; ``progress``: a (done, total) callback such as a progress.Meter."""
+    translations = translate_texts(sources, tokenizer, params, cfg, beam=beam, alpha=alpha, log=log, progress=progress)
     return write_report(
         translations.best,
         references,

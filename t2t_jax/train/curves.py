@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import io
-import json
 
+from t2t_jax.train.history import read_history
 from t2t_jax.workdir import Workdir
-
-
-def read_history(workdir) -> list[dict]:
-    path = Workdir(workdir).history
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
 def plot_curves(workdir):

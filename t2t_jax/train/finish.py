@@ -17,6 +17,7 @@ from t2t_jax.data.sources import split_text
 from t2t_jax.decode.translate import DecodeStats, load_for_inference, translate_texts
 from t2t_jax.errors import ConfigError
 from t2t_jax.evaluate.report import write_report
+from t2t_jax.progress import Meter
 from t2t_jax.train import distributed
 from t2t_jax.workdir import Workdir
 
@@ -51,7 +52,7 @@ def finish(config, workdir, log=print) -> dict:
         )
     checkpoint, averaged = ("averaged", saved_steps(workdir)[-last:]) if last > 1 else ("latest", None)
     if last > 1 and lead:
-        average_last(workdir, last, files.averaged, log=lambda *_: None)
+        average_last(workdir, last, files.averaged, log=log)
         log(f"averaged the checkpoints of steps {averaged} -> {files.averaged}", flush=True)
     distributed.barrier("t2t_final_averaged", timeout_seconds=FINAL_BARRIER_SECONDS)
     reports = {}
@@ -60,7 +61,14 @@ def finish(config, workdir, log=print) -> dict:
     for split in splits:
         sources, references = split_text(config, split, log=log)
         hypotheses, stats = decode_shared(
-            sources, model.tokenizer, model.params, model.cfg, beam=config.final.beam, alpha=config.final.alpha, log=log
+            sources,
+            model.tokenizer,
+            model.params,
+            model.cfg,
+            beam=config.final.beam,
+            alpha=config.final.alpha,
+            log=log,
+            label=f"final {split}",
         )
         name = f"{split}.{checkpoint}"
         report = (
@@ -93,11 +101,16 @@ def finish(config, workdir, log=print) -> dict:
     return reports
 
 
-def decode_shared(sources, tokenizer, params, cfg, *, beam, alpha=0.6, log=print):
+def decode_shared(sources, tokenizer, params, cfg, *, beam, alpha=0.6, log=print, label="decode"):
     """(hypotheses in input order, decode stats), identical on every process: process p of N decodes
-    sentences p, p+N, ... on its own devices and the hypotheses are gathered."""
+    sentences p, p+N, ... on its own devices and the hypotheses are gathered. ``log`` shows the progress of
+    this process's share (lines every 10 s: a training log is a file)."""
     count, index = jax.process_count(), jax.process_index()
-    mine = translate_texts(sources[index::count], tokenizer, params, cfg, beam=beam, alpha=alpha, log=log)
+    share = f" (this process's share, 1/{count})" if count > 1 else ""
+    with Meter(label + share, unit="sentences", printer=log) as meter:
+        mine = translate_texts(
+            sources[index::count], tokenizer, params, cfg, beam=beam, alpha=alpha, log=log, progress=meter
+        )
     shares = distributed.allgather_json({"hypotheses": mine.best, "stats": dataclasses.asdict(mine.stats)})
     hypotheses = [""] * len(sources)
     for p, share in enumerate(shares):

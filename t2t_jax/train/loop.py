@@ -16,18 +16,19 @@ from t2t_jax.data.inputs import make_data
 from t2t_jax.errors import NonFiniteLoss
 from t2t_jax.evaluate.bleu import sacre_bleu
 from t2t_jax.model import Transformer
+from t2t_jax.progress import TrainingProgress, format_duration
 from t2t_jax.train import distributed
 from t2t_jax.train.control import Control
 from t2t_jax.train.curves import plot_curves
 from t2t_jax.train.events import EventLog
 from t2t_jax.train.finish import decode_shared
+from t2t_jax.train.history import HistoryLog
 from t2t_jax.train.loss import summarize
 from t2t_jax.train.parallel import host_tree, make_launcher
 from t2t_jax.train.preemption import preemption_flag
-from t2t_jax.train.progress import Progress, format_duration
 from t2t_jax.train.state import create_state, make_optimizer, param_count
 from t2t_jax.train.watchdog import Watchdog
-from t2t_jax.workdir import Workdir, append_text, check_workdir, workdir_path
+from t2t_jax.workdir import Workdir, check_workdir, workdir_path
 
 # The checkpoint's JSON item holds every process's iterator state (a list in process order, gathered at the
 # save: orbax writes JSON from the primary host only) and the training seconds spent so far, so that
@@ -158,9 +159,10 @@ def _run(
             else:
                 checkpointer.save_best(step, launcher.get_state(state), data_state, config.to_dict(), best_metric)
 
-    history, pending, step, stopped = [], [], start, "steps"
+    history = HistoryLog(workdir, start, enabled=jax.process_index() == 0)
+    pending, step, stopped = [], start, "steps"
     events = EventLog(workdir, enabled=jax.process_index() == 0 and config.train.tensorboard)
-    progress = Progress(config.train.steps, start_step=start, printer=say, deadline=deadline)
+    progress = TrainingProgress(config.train.steps, start_step=start, printer=say, deadline=deadline)
     while step < config.train.steps:
         first = step == start  # compiles: not watched
         with (
@@ -177,7 +179,7 @@ def _run(
                 metrics = summarize(_sum_metrics(pending))
                 lr = float(schedule(step - 1))
                 metrics.update(progress.report(step, metrics, lr), step=step, lr=lr)
-                history.append({"split": "train", **metrics})
+                history.append({"split": "train", **metrics})  # on disk now: a kill keeps the curve
                 events.scalars("train", step, metrics)
                 pending = []
             decision = control.decide(step)
@@ -196,13 +198,17 @@ def _run(
             _check_finite(sums, step, config)
             metrics, best_metric = _dev_metrics(config, cfg, launcher, state, data, step, events, say)
             history.append({"split": "eval", "step": step, **metrics})
+            history.flush()
+            if jax.process_index() == 0:
+                plot_curves(workdir)  # curves.png current at every evaluation
             if best_metric is not None and checkpointer.is_better(best_metric):
                 save(step, best_metric)
     with watchdog.waiting("the last checkpoint saves to finish"):
         checkpointer.wait()
     checkpointer.close()
     events.close()
-    return _summarize_run(workdir, step, start, started, history, launcher.get_state(state), say, stopped)
+    history.flush()
+    return _summarize_run(workdir, step, start, started, history.entries, launcher.get_state(state), say, stopped)
 
 
 def _dev_metrics(config, cfg, launcher, state, data, step, events, say):
@@ -228,7 +234,9 @@ def dev_bleu(config, cfg, params, data, say) -> tuple[float, str]:
     params = host_tree(params)  # plain arrays: decoding runs on one device
     count = config.train.bleu_sentences or len(data.eval_sources)
     sources, references = data.eval_sources[:count], data.eval_references[:count]
-    hypotheses, stats = decode_shared(sources, data.tokenizer, params, cfg, beam=config.train.bleu_beam, log=say)
+    hypotheses, stats = decode_shared(
+        sources, data.tokenizer, params, cfg, beam=config.train.bleu_beam, log=say, label="dev BLEU"
+    )
     bleu = sacre_bleu(hypotheses, references)
     say(
         f"dev BLEU {bleu['score']:.2f} on {count} sentences ({bleu['signature']}) | decoded in {stats.seconds:.0f}s",
@@ -263,7 +271,6 @@ def _summarize_run(workdir, step, start, started, history, state, say, stopped):
         "history": history,
     }
     if jax.process_index() == 0:
-        append_text(Workdir(workdir).history, "".join(json.dumps(entry) + "\n" for entry in history))
         Workdir(workdir).summary.write_text(json.dumps(summary, indent=2))
         plot_curves(workdir)
     last = f" | eval loss {evals[-1]['loss']:.4f} | eval acc {evals[-1]['accuracy']:.4f}" if evals else ""
