@@ -3,7 +3,7 @@
 Each decoding step ranks, per sentence, the beam × vocab candidates ``logits[b, r, v] + offset[b, r]``
 (offset = the hypothesis's log-probability minus its log-normaliser, so the candidate is the hypothesis's
 new log-probability). XLA:CPU's ``top_k`` over the materialised [64, 4 × 8192] candidates took as long as
-the whole output projection (README, "Decoding speed"; bench/profile_decode.py). Here the logits are read for the
+the whole output projection (docs/decoding.md; bench/profile_decode.py). Here the logits are read for the
 maxima of ``CHUNK``-entry chunks (offset added per chunk: rounding is monotone, so max(x) + c == max(x + c)
 exactly), the k best chunks are picked, and ``top_k`` runs over their k × CHUNK entries only; the
 log-normaliser reuses the chunk maxima (one more read of the logits, for the exp-sum).

@@ -125,7 +125,7 @@ TYPICAL_TARGET_LENGTH = 20  # tokens: where HF's length penalty is matched to GN
 def hf_length_penalty(alpha: float, length: int = TYPICAL_TARGET_LENGTH) -> float:
     """HF ranks finished beams by log P / |Y|^p, GNMT (§6.1) by log P / ((5 + |Y|) / 6)^α. No p equals GNMT at
     every length; this p gives the same relative penalty d log(penalty) / d log |Y| = α |Y| / (5 + |Y|) at
-    ``length`` (0.48 for α 0.6 at 20 tokens). README, "Export", gives the BLEU cost measured."""
+    ``length`` (0.48 for α 0.6 at 20 tokens). docs/export.md gives the BLEU cost measured."""
     return alpha * length / (5 + length)
 
 

@@ -1,7 +1,7 @@
 """Matmuls with float32 accumulation for low-precision compute.
 
 A plain bfloat16 dot on CPU is no faster than float32; bfloat16 inputs with
-``preferred_element_type=float32`` are faster (README; bench/peak_matmul.py).  Autodiff of such a dot
+``preferred_element_type=float32`` are faster (docs/benchmarks.md; bench/peak_matmul.py).  Autodiff of such a dot
 produces mixed (f32 x bf16) backward dots that XLA runs in float32, so the
 gradient einsums are written out here (custom VJP) to keep bf16 inputs with
 f32 accumulation in the backward pass too.

@@ -3,7 +3,7 @@
 Config validation (model/config.py), the attention layer (its extra parameters, whether the cached
 fast path applies; model/attention.py), attention maps (cli/visualize.py), FLOP counting (model/flops.py)
 and the exporters (export/support.py) read these records; none of them names a variant. Adding one is a
-``register(AttentionVariant(...))`` next to its function (README, "Adding an attention variant").
+``register(AttentionVariant(...))`` next to its function (docs/attention.md, "Adding an attention variant").
 
 Imports jax only (no Flax, no model code), so a config is validated before any layer is built.
 """
@@ -48,7 +48,7 @@ class AttentionVariant:
     sublayers: tuple[str, ...] = SUBLAYERS  # where it may be used; model.attention falls back to dot_product elsewhere
     exporters: tuple[str, ...] = ()  # EXPORT_FORMATS whose model computes the same function
     pair_flops: Callable[[int, int], int] = lambda d_k, d_v: 2 * (d_k + d_v)  # matmul FLOPs per (query, key, head)
-    summary: str = ""  # one line for error messages and the README table
+    summary: str = ""  # one line saying what it computes (for readers of the registry)
 
     def __post_init__(self):
         for sublayer in self.sublayers:
