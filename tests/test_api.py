@@ -1,57 +1,17 @@
 """The public Python API: the README's notebook example run as written (only its ``budget`` line replaced),
 packaged configs by name from any directory, and the lazy top-level names."""
 
-import os
-import pathlib
-import re
 import subprocess
 import sys
 
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-SHARED_DATA = pathlib.Path(os.environ.get("T2T_DATA_DIR", ROOT.parent / "shared" / "data"))
-TINY_BUDGET = [
-    "--config.train.steps=24",
-    "--config.train.max_minutes=0",
-    "--config.model.vocab_size=600",
-    "--config.model.encoder_layers=1",
-    "--config.model.decoder_layers=1",
-    "--config.data.batch_tokens=512",
-    "--config.train.bleu_every=0",
-    "--config.train.eval_every=12",
-    "--config.train.log_every=12",
-    "--config.checkpoint.every_steps=8",
-    "--config.final.average_last=2",
-]
-
-
-def readme_python_example() -> str:
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Python API") :]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
-
-
-def slice_of_multi30k(directory: pathlib.Path, lines: dict) -> None:
-    (directory / "multi30k").mkdir(parents=True)
-    for split, count in lines.items():
-        for lang in ("en", "de"):
-            with open(SHARED_DATA / "multi30k" / f"{split}.{lang}", encoding="utf-8") as handle:
-                head = [next(handle) for _ in range(count)]
-            (directory / "multi30k" / f"{split}.{lang}").write_text("".join(head), encoding="utf-8")
+from readme_example import ROOT, SHARED_DATA, run_readme_example
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (SHARED_DATA / "multi30k").is_dir(), reason=f"Multi30k not found at {SHARED_DATA}")
 def test_the_readme_python_example_runs_as_written(tmp_path):
-    code = readme_python_example()
-    budget_line = re.search(r"^budget = .*$", code, re.M).group(0)
-    code = code.replace(budget_line, f"budget = {TINY_BUDGET!r}")
-    slice_of_multi30k(tmp_path / "data", {"train": 3000, "val": 40, "test_2016_flickr": 20})
-    env = {**os.environ, "T2T_DATA_DIR": str(tmp_path / "data")}
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
-    )
+    result = run_readme_example(tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()
     assert any(line.startswith("steps 24 ") for line in lines), lines[-12:]  # stopped, steps, test BLEU
