@@ -270,7 +270,9 @@ def test_a_background_save_failure_stops_with_one_error_and_keeps_the_last_check
         return await merge(directory, *args, **kwargs)
 
     monkeypatch.setattr(ocdbt_utils, "merge_ocdbt_per_process_files", disk_full_at_step_4)
-    with pytest.raises(CheckpointError, match=r"No space left on device; the last complete checkpoint is step 2"):
+    with pytest.raises(
+        CheckpointError, match=r"No space left on device; the last complete checkpoint to resume from is step 2"
+    ):
         train(
             load_config(
                 "experiments/smoke.py",

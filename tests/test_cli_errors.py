@@ -1,5 +1,5 @@
-"""Careless use of the commands: one `error:` line, exit 2, nothing lost — export never writes over what it
-did not create, translate checks its output before decoding and reads bad bytes cleanly."""
+"""Careless use of the commands: one `error:` line, the exit code of its kind, nothing lost — export never
+writes over what it did not create, translate checks its output before decoding and reads bad bytes cleanly."""
 
 import subprocess
 import sys
@@ -86,7 +86,7 @@ def test_translate_checks_its_output_folder_before_decoding(workdir, tmp_path):
 
 def test_translate_invalid_utf8_on_stdin_is_one_error(workdir):
     code, err = translate(workdir, stdin=b"ok line\n\xff\xfe bad\n")
-    assert code == 2 and "<stdin>:2: invalid UTF-8" in err and "Traceback" not in err, err
+    assert code == 3 and "<stdin>:2: invalid UTF-8" in err and "Traceback" not in err, err
     code, err = translate(workdir, "--beam", "-1", stdin=b"x\n")
     assert code == 2 and "need beam >= 1" in err
 
@@ -132,9 +132,9 @@ def test_train_with_every_example_filtered_and_a_nan_stop_are_one_line_each(tmp_
         "--config.model.vocab_size=24",
         "--config.data.batch_tokens=32",
     )
-    assert code == 2 and "are longer than data.max_length = 4" in err and "Traceback" not in err, err
+    assert code == 3 and "are longer than data.max_length = 4" in err and "Traceback" not in err, err
     code, err = train_command(tmp_path, tmp_path / "nan", "--config.train.steps=6", "--config.optimizer.constant=1e30")
-    assert code == 2 and "non-finite training loss" in err and "Traceback" not in err, err
+    assert code == 5 and "non-finite training loss" in err and "Traceback" not in err, err
 
 
 def test_a_missing_test_split_fails_before_training(tmp_path):
@@ -150,5 +150,5 @@ def test_a_missing_test_split_fails_before_training(tmp_path):
         f"--config.data.test_prefix={tmp_path / 'absent'}",
         "--config.final.splits=test",
     )
-    assert code == 2 and "absent.en: missing file for split 'test'" in err, err
+    assert code == 3 and "absent.en: missing file for split 'test'" in err, err
     assert not (tmp_path / "w" / "checkpoints").exists()  # nothing was trained

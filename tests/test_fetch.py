@@ -66,7 +66,7 @@ def test_a_mirror_with_other_bytes_is_one_clear_error(tmp_path, mirror):
         fetch_multi30k(str(tmp_path / "data"), str(mirror), log=lambda *_: None)
     assert not (tmp_path / "data" / "multi30k" / "val.en").exists()
     code, output = fetch(tmp_path / "data", str(tmp_path / "nowhere"))
-    assert code == 2 and output.startswith("error: ") and "Traceback" not in output
+    assert code == 3 and output.startswith("error: ") and "Traceback" not in output
 
 
 def test_the_main_job_without_data_names_the_fetch_command(tmp_path):

@@ -28,6 +28,8 @@ def average_last(workdir, last: int, out_dir, log=None, until: int | None = None
     """Average the params of the last ``last`` checkpoints of ``workdir`` (those at or before step ``until``
     when given: what a shorter run would have averaged) into ``out_dir``; returns the steps. Progress goes to
     ``log`` (a print-like function), or with None to stderr (a live bar on a terminal)."""
+    if last < 1:
+        raise ConfigError(f"--last {last}: average at least 1 checkpoint")
     directory = workdir_path(workdir) / LATEST_DIR
     steps = [s for s in saved_steps(workdir) if until is None or s <= until]
     if len(steps) < last:

@@ -56,14 +56,14 @@ class Checkpointer:
             self.damaged.discard(step)
         if step in self.latest.all_steps():
             return
-        with self._failing_loudly(self.latest, f"the checkpoint save at step {step}"):
+        with self._failing_loudly(f"the checkpoint save at step {step}"):
             self.latest.save(step, args=_save_args(state, data_state, config_dict), force=True)
         self.last_saved = step
 
     @contextlib.contextmanager
-    def _failing_loudly(self, manager, what: str):
+    def _failing_loudly(self, what: str):
         """Async saves fail in a background thread; orbax re-raises at the next save or wait.  Turn that
-        into one CheckpointError naming the failure and the checkpoint that is kept."""
+        into one CheckpointError naming the failure and the checkpoint a rerun resumes from (latest slot)."""
         try:
             yield
         except Exception as error:  # noqa: BLE001 - whatever the storage layer raises means the same here
@@ -71,7 +71,8 @@ class Checkpointer:
             raise CheckpointError(
                 f"{what} (or the one before it, written in the background) failed: {type(error).__name__}: "
                 f"{str(error).strip().splitlines()[0][:300] if str(error).strip() else ''}; the last complete "
-                f"checkpoint is {'step ' + str(kept) if kept is not None else 'none'} in {manager.directory}. "
+                f"checkpoint to resume from is {'step ' + str(kept) if kept is not None else 'none'} in "
+                f"{self.latest.directory}. "
                 f"Check the workdir's free space and permissions, then rerun to resume"
             ) from None
 
@@ -81,7 +82,7 @@ class Checkpointer:
 
     def save_best(self, step: int, state, data_state, config_dict, metric: float) -> None:
         """Keep ``state`` in the best slot (never touches the latest K); the caller checked ``is_better``."""
-        with self._failing_loudly(self.best, f"the best-slot save at step {step}"):
+        with self._failing_loudly(f"the best-slot save at step {step}"):
             self.best.wait_until_finished()
             for old in self.best.all_steps():
                 self.best.delete(old)
@@ -120,9 +121,9 @@ class Checkpointer:
         return None
 
     def wait(self) -> None:
-        with self._failing_loudly(self.latest, "finishing the checkpoint saves"):
+        with self._failing_loudly("finishing the checkpoint saves"):
             self.latest.wait_until_finished()
-        with self._failing_loudly(self.best, "finishing the best-slot save"):
+        with self._failing_loudly("finishing the best-slot save"):
             self.best.wait_until_finished()
 
     def close(self) -> None:

@@ -14,9 +14,9 @@ import math
 import pathlib
 
 from t2t_jax import configs
-from t2t_jax.cli.common import fail, quiet_libraries
+from t2t_jax.cli.common import command, quiet_libraries
 from t2t_jax.config import load_config
-from t2t_jax.errors import ConfigError, T2TError
+from t2t_jax.errors import ConfigError
 
 
 def select_rows(spec: str, rows: dict) -> list[str]:
@@ -84,6 +84,7 @@ def markdown(results, paper, command) -> str:
     return "\n".join(lines) + "\n"
 
 
+@command
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="t2t-ablate", description=__doc__.splitlines()[0])
     parser.add_argument("--rows", required=True, help="e.g. A,B,E or A_h1,E_learned")
@@ -98,30 +99,27 @@ def main(argv=None):
     if len(base_overrides) != len(rest):
         parser.error(f"unrecognized arguments: {[a for a in rest if not a.startswith('--config.')]}")
     workdir = pathlib.Path(args.workdir)
-    try:
-        rows = select_rows(args.rows, table["ROWS"])
-        results = []
-        for number, row in enumerate(rows, 1):
-            delta = row_overrides(row, table["ROWS"])
-            changes = " ".join(o.removeprefix("--config.") for o in delta) or "-"
-            results.append(
-                run_row(
-                    row,
-                    args.base_config,
-                    base_overrides + delta,
-                    args.steps,
-                    workdir / row,
-                    args.bleu_sentences,
-                    print,
-                    changes,
-                    position=f"{number}/{len(rows)}",
-                )
+    rows = select_rows(args.rows, table["ROWS"])
+    results = []
+    for number, row in enumerate(rows, 1):
+        delta = row_overrides(row, table["ROWS"])
+        changes = " ".join(o.removeprefix("--config.") for o in delta) or "-"
+        results.append(
+            run_row(
+                row,
+                args.base_config,
+                base_overrides + delta,
+                args.steps,
+                workdir / row,
+                args.bleu_sentences,
+                print,
+                changes,
+                position=f"{number}/{len(rows)}",
             )
-    except T2TError as error:
-        fail(str(error))
-    command = "python -m t2t_jax.ablate " + " ".join(argv if argv is not None else __import__("sys").argv[1:])
+        )
+    command_line = "python -m t2t_jax.ablate " + " ".join(argv)  # argv: the arguments (command() passes them)
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "table3.md").write_text(markdown(results, table["PAPER"], command))
+    (workdir / "table3.md").write_text(markdown(results, table["PAPER"], command_line))
     (workdir / "table3.json").write_text(json.dumps(results, indent=2))
     print(f"wrote {workdir / 'table3.md'}")
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from t2t_jax.cli.common import fail, quiet_libraries
-from t2t_jax.errors import T2TError
+from t2t_jax.cli.common import command, quiet_libraries
 from t2t_jax.workdir import Workdir
 
 
+@command
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="t2t-average", description="Average the params of the last N checkpoints.")
     parser.add_argument("--workdir", required=True)
@@ -22,10 +22,7 @@ def main(argv=None):
     from t2t_jax.checkpoint.average import average_last
 
     out = args.out or str(Workdir(args.workdir).averaged)
-    try:
-        steps = average_last(args.workdir, args.last, out, until=args.until)
-    except T2TError as error:
-        fail(str(error))
+    steps = average_last(args.workdir, args.last, out, until=args.until)
     print(f"averaged steps {steps} -> {out}")
 
 

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import json
 import pathlib
 
 import ml_collections
 
-from t2t_jax.cli.common import fail, quiet_libraries, use_compilation_cache
+from t2t_jax.cli.common import command, quiet_libraries, use_compilation_cache
 from t2t_jax.data.text import read_parallel
-from t2t_jax.errors import T2TError
+from t2t_jax.errors import ConfigError
 from t2t_jax.workdir import Workdir
 
 
+@command
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="t2t-evaluate", description="Decode a test set and report BLEU.")
     parser.add_argument("--workdir", required=True)
@@ -33,29 +35,29 @@ def main(argv=None):
     from t2t_jax.evaluate.report import evaluate_texts
     from t2t_jax.progress import Meter
 
-    try:
-        model = load_for_inference(args.workdir, args.checkpoint)
-        config = model.config
-        if args.split:
-            sources, references = split_text(ml_collections.ConfigDict(config), args.split)
-        else:
-            sources, references = read_parallel(args.src, args.ref, training=False)
-        name = args.name or args.split or pathlib.Path(args.src).name
-        report = evaluate_texts(
-            sources,
-            references,
-            model.tokenizer,
-            model.params,
-            model.cfg,
-            target_lang=config["data"]["target_lang"],
-            beam=args.beam,
-            alpha=args.alpha,
-            out_dir=Workdir(args.workdir).eval,
-            name=f"{name}.{args.checkpoint}",
-            progress=Meter(f"evaluate {name}", unit="sentences"),
-        )
-    except T2TError as error:
-        fail(str(error))
+    files = Workdir(args.workdir)
+    if not files.config.exists():
+        raise ConfigError(f"{files.root} is not a t2t_jax workdir (no {files.config.name})")
+    config = json.loads(files.config.read_text())
+    if args.split:  # the test data first: a bad file is found before the model is loaded
+        sources, references = split_text(ml_collections.ConfigDict(config), args.split)
+    else:
+        sources, references = read_parallel(args.src, args.ref, training=False)
+    model = load_for_inference(args.workdir, args.checkpoint)
+    name = args.name or args.split or pathlib.Path(args.src).name
+    report = evaluate_texts(
+        sources,
+        references,
+        model.tokenizer,
+        model.params,
+        model.cfg,
+        target_lang=config["data"]["target_lang"],
+        beam=args.beam,
+        alpha=args.alpha,
+        out_dir=Workdir(args.workdir).eval,
+        name=f"{name}.{args.checkpoint}",
+        progress=Meter(f"evaluate {name}", unit="sentences"),
+    )
     print(
         f"checkpoint {args.checkpoint} (step {model.step}) on {name}: sacreBLEU {report['sacrebleu']['score']:.2f} "
         f"({report['sacrebleu']['signature']}) | paper BLEU {report['paper_bleu']['score']:.2f} | "

@@ -6,13 +6,13 @@ import argparse
 import pathlib
 import shutil
 
-from t2t_jax.cli.common import fail, quiet_libraries
-from t2t_jax.errors import T2TError
+from t2t_jax.cli.common import command, quiet_libraries
 from t2t_jax.workdir import Workdir
 
 FORMATS = ("safetensors", "npz", "hf-marian", "torch", "ctranslate2")
 
 
+@command
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="t2t-export", description="Export trained params to other frameworks.")
     parser.add_argument("--workdir", required=True)
@@ -42,31 +42,28 @@ def main(argv=None):
     from t2t_jax.model.config import ModelConfig
 
     workdir = pathlib.Path(args.workdir)
+    config = json.loads(Workdir(workdir).config.read_text())
+    cfg = ModelConfig.from_mapping(config["model"])
+    check_exportable(cfg, args.format)  # refuse before reading any checkpoint
+    out = check_output_dir(args.out, kind=args.format, workdir=workdir, overwrite=args.overwrite)
+    step, params = load_params(workdir, args.checkpoint)
+    spm = Workdir(workdir).vocabulary
+    spm = spm if spm.exists() else None
+    staged = staging_dir(out)
     try:
-        config = json.loads(Workdir(workdir).config.read_text())
-        cfg = ModelConfig.from_mapping(config["model"])
-        check_exportable(cfg, args.format)  # refuse before reading any checkpoint
-        out = check_output_dir(args.out, kind=args.format, workdir=workdir, overwrite=args.overwrite)
-        step, params = load_params(workdir, args.checkpoint)
-        spm = Workdir(workdir).vocabulary
-        spm = spm if spm.exists() else None
-        staged = staging_dir(out)
-        try:
-            if args.format in ("safetensors", "npz"):
-                path = save_flat(params, cfg.to_dict(), staged, args.format, spm)
-            elif args.format == "hf-marian":
-                path = export_marian(params, cfg, staged, spm)
-            elif args.format == "ctranslate2":
-                path = export_ctranslate2(params, cfg, staged, spm)
-            else:
-                path = export_torch(params, cfg, staged, spm)
-        except BaseException:
-            shutil.rmtree(staged, ignore_errors=True)  # ours alone: a fresh temporary directory
-            raise
-        finish_output(staged, out, args.format)
-        path = out / path.relative_to(staged)
-    except (T2TError, FileNotFoundError, OSError) as error:
-        fail(str(error))
+        if args.format in ("safetensors", "npz"):
+            path = save_flat(params, cfg.to_dict(), staged, args.format, spm)
+        elif args.format == "hf-marian":
+            path = export_marian(params, cfg, staged, spm)
+        elif args.format == "ctranslate2":
+            path = export_ctranslate2(params, cfg, staged, spm)
+        else:
+            path = export_torch(params, cfg, staged, spm)
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)  # ours alone: a fresh temporary directory
+        raise
+    finish_output(staged, out, args.format)
+    path = out / path.relative_to(staged)
     print(f"exported step {step} ({args.checkpoint}) as {args.format} -> {path}")
 
 

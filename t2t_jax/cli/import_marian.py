@@ -8,11 +8,11 @@ import json
 import pathlib
 import shutil
 
-from t2t_jax.cli.common import fail, quiet_libraries
-from t2t_jax.errors import T2TError
+from t2t_jax.cli.common import command, quiet_libraries
 from t2t_jax.workdir import Workdir
 
 
+@command
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="t2t-import-marian", description=__doc__.splitlines()[0])
     parser.add_argument("--hf", required=True, help="a MarianMTModel directory (config.json + weights)")
@@ -23,11 +23,8 @@ def main(argv=None):
     from t2t_jax.config import default_config
     from t2t_jax.export.marian_import import from_marian_state, marian_model_config, read_marian
 
-    try:
-        hf_config, state = read_marian(args.hf)
-        cfg = marian_model_config(hf_config)
-    except (T2TError, FileNotFoundError) as error:
-        fail(str(error))
+    hf_config, state = read_marian(args.hf)
+    cfg = marian_model_config(hf_config)
     params = from_marian_state(state, cfg)
     config = default_config().to_dict()
     config["model"] = cfg.to_dict()

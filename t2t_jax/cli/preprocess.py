@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 
-from t2t_jax.cli.common import fail, parse_with_config
-from t2t_jax.errors import T2TError
+from t2t_jax.cli.common import command, parse_with_config
 
 
+@command
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="t2t-preprocess", description="Tokenize a config's corpus once into ArrayRecord shards with a manifest."
@@ -24,17 +24,14 @@ def main(argv=None):
     args, config = parse_with_config(parser, argv)
     from t2t_jax.data.preprocess import SHARD_PAIRS, preprocess
 
-    try:
-        preprocess(
-            config,
-            args.out,
-            vocabulary=args.vocabulary,
-            workers=args.workers,
-            shard_pairs=args.shard_pairs or SHARD_PAIRS,
-            log=lambda message: print(message, flush=True),
-        )
-    except T2TError as error:
-        fail(str(error))
+    preprocess(
+        config,
+        args.out,
+        vocabulary=args.vocabulary,
+        workers=args.workers,
+        shard_pairs=args.shard_pairs or SHARD_PAIRS,
+        log=lambda message: print(message, flush=True),
+    )
 
 
 if __name__ == "__main__":

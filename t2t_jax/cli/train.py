@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import traceback
 
-from t2t_jax.cli.common import fail, parse_with_config, quiet_libraries
-from t2t_jax.errors import T2TError
+from t2t_jax.cli.common import command, parse_with_config, quiet_libraries, report
+from t2t_jax.errors import EXIT_PEER, CheckpointError
 
 
+@command
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="t2t-train",
@@ -29,32 +29,25 @@ def main(argv=None):
 
     try:
         train_and_evaluate(config, args.workdir)  # every process takes part, the final stage too
-    except T2TError as error:
-        _leave(str(error))
     except jax.errors.JaxRuntimeError as error:
         if jax.process_count() == 1:
             raise
         _leave(
             f"a collective with the other processes failed ({str(error).splitlines()[0][:300]}): another "
-            f"process has probably died; rerun every process to resume from the last complete checkpoint"
+            f"process has probably died; rerun every process to resume from the last complete checkpoint",
+            EXIT_PEER,
         )
-    except Exception:
-        if jax.process_count() == 1:
-            raise
-        traceback.print_exc()
-        _leave(None, code=1)
+    except Exception as error:
+        if jax.process_count() == 1 and not isinstance(error, CheckpointError):
+            raise  # command() reports it
+        _leave(error)  # a failed save leaves orbax's writer threads behind: exit without waiting for them
 
 
-def _leave(message, code: int = 2) -> None:
-    """Print ``error: message`` and exit.  In a multi-process run exit at once: the polite exit
-    (jax.distributed.shutdown at interpreter exit) waits minutes for the other processes, which wait in turn
-    for this one — a failing process must leave the group so that the others see it gone and end too."""
-    import jax
-
-    if jax.process_count() == 1:
-        fail(message)
-    if message:
-        print(f"error: {message}", file=sys.stderr)
+def _leave(problem, code: int | None = None) -> None:
+    """Report and exit at once. In a multi-process run the polite exit (jax.distributed.shutdown at
+    interpreter exit) waits minutes for the other processes, which wait in turn for this one — a failing
+    process must leave the group so that the others see it gone and end too."""
+    code = report(problem, code)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -7,9 +7,9 @@ import argparse
 import os
 import sys
 
-from t2t_jax.cli.common import fail, quiet_libraries, use_compilation_cache
+from t2t_jax.cli.common import command, fail, quiet_libraries, use_compilation_cache
 from t2t_jax.data.text import read_lines
-from t2t_jax.errors import DataError, T2TError
+from t2t_jax.errors import DataError
 
 
 def build_parser():
@@ -25,6 +25,7 @@ def build_parser():
     return parser
 
 
+@command
 def main(argv=None):
     args = build_parser().parse_args(argv)
     quiet_libraries()
@@ -33,33 +34,27 @@ def main(argv=None):
     from t2t_jax.decode.translate import load_for_inference, translate_texts
     from t2t_jax.progress import Meter
 
-    try:
-        check_beam(args.beam, args.nbest)  # before loading anything
-    except T2TError as error:
-        fail(str(error))
+    check_beam(args.beam, args.nbest)  # before loading anything
     if args.tokens_per_batch < 1:
         fail(f"--tokens-per-batch {args.tokens_per_batch}: need at least 1")
     if args.output:
         check_writable(args.output)  # before decoding, not after: the translations would be lost
-    try:
-        texts = read_lines(args.input) if args.input else _stdin_lines()
-        model = load_for_inference(args.workdir, args.checkpoint)
-        meter = Meter("translate", unit="sentences")  # stderr: a live bar on a terminal, lines in a log
-        translations = translate_texts(
-            texts,
-            model.tokenizer,
-            model.params,
-            model.cfg,
-            beam=args.beam,
-            alpha=args.alpha,
-            nbest=args.nbest,
-            tokens_per_batch=args.tokens_per_batch,
-            log=lambda m: print(m, file=sys.stderr),
-            progress=meter,
-        )
-        meter.close()
-    except T2TError as error:
-        fail(str(error))
+    texts = read_lines(args.input) if args.input else _stdin_lines()
+    model = load_for_inference(args.workdir, args.checkpoint)
+    meter = Meter("translate", unit="sentences")  # stderr: a live bar on a terminal, lines in a log
+    translations = translate_texts(
+        texts,
+        model.tokenizer,
+        model.params,
+        model.cfg,
+        beam=args.beam,
+        alpha=args.alpha,
+        nbest=args.nbest,
+        tokens_per_batch=args.tokens_per_batch,
+        log=lambda m: print(m, file=sys.stderr),
+        progress=meter,
+    )
+    meter.close()
     lines = [
         "\t".join(f"{h.text}\t{h.score:.4f}" for h in hyps) if args.nbest > 1 else hyps[0].text
         for hyps in translations.hypotheses

@@ -14,8 +14,7 @@ import pathlib
 
 import numpy as np
 
-from t2t_jax.cli.common import fail, quiet_libraries
-from t2t_jax.errors import T2TError
+from t2t_jax.cli.common import command, fail, quiet_libraries
 from t2t_jax.model.config import ATTENTION_KINDS
 from t2t_jax.workdir import Workdir
 
@@ -73,6 +72,7 @@ def draw_curves(workdir) -> None:
     print(f"wrote {path}")
 
 
+@command
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="t2t-visualize", description="Attention maps of one sentence, or the training curves, as PNGs."
@@ -91,10 +91,7 @@ def main(argv=None):
     from t2t_jax.decode.decoder import translate_ids
     from t2t_jax.decode.translate import load_for_inference
 
-    try:
-        model = load_for_inference(args.workdir, args.checkpoint)
-    except T2TError as error:
-        fail(str(error))
+    model = load_for_inference(args.workdir, args.checkpoint)
     cfg, params, tokenizer = model.cfg, model.params, model.tokenizer
     undrawable = sorted(
         {cfg.attention_function(kind) for kind in ATTENTION_KINDS if cfg.attention_variant(kind).dot_scale is None}

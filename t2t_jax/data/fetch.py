@@ -18,10 +18,10 @@ import argparse
 import gzip
 import hashlib
 import os
-import sys
 import urllib.error
 import urllib.request
 
+from t2t_jax.cli.common import command
 from t2t_jax.errors import DataError
 
 MULTI30K_REPOSITORY = "https://github.com/multi30k/dataset"
@@ -121,6 +121,7 @@ def prepare_wmt14(to: str, pair: str, log=print) -> None:
     log(f"done: train with --config.data.tfds_data_dir={to}")
 
 
+@command
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m t2t_jax.data.fetch", description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset", choices=["multi30k", "wmt14"])
@@ -135,14 +136,10 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--pair", choices=WMT14_PAIRS, default="de-en", help="wmt14: the language pair")
     args = parser.parse_args(argv)
-    try:
-        if args.dataset == "multi30k":
-            fetch_multi30k(args.to, args.source)
-        else:
-            prepare_wmt14(args.to, args.pair)
-    except DataError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
+    if args.dataset == "multi30k":
+        fetch_multi30k(args.to, args.source)
+    else:
+        prepare_wmt14(args.to, args.pair)
 
 
 if __name__ == "__main__":

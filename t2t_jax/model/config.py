@@ -57,6 +57,7 @@ class ModelConfig:
     eos_id: int = DEFAULT_IDS.eos
 
     def __post_init__(self):
+        _check_types(self)
         _check_positive(self, ("vocab_size", "d_model", "num_heads", "d_ff", "max_len"))
         _check_non_negative(self, ("encoder_layers", "decoder_layers"))
         for name in ("dropout", "attention_dropout", "relu_dropout"):
@@ -158,3 +159,23 @@ def _check_non_negative(cfg, names):
 def _check_choice(name, value, choices):
     if value not in choices:
         raise ConfigError(f"model.{name} = {value!r}: must be one of {list(choices)}")
+
+
+_TYPES = {  # annotation -> (accepted types, what to tell the user); bool is not an int here
+    "int": ((int,), "an integer"),
+    "int | None": ((int, type(None)), "an integer or None"),
+    "float": ((int, float), "a number"),
+    "str": ((str,), "a string"),
+    "str | None": ((str, type(None)), "a string or None"),
+    "bool": ((bool,), "True or False"),
+}
+
+
+def _check_types(cfg) -> None:
+    """Every field of the type it is declared with (keys whose default is None take any type on the command
+    line, so ``--config.model.d_k=abc`` must be refused here, by name)."""
+    for field in dataclasses.fields(cfg):
+        accepted, human = _TYPES[field.type]
+        value = getattr(cfg, field.name)
+        if not isinstance(value, accepted) or (isinstance(value, bool) and bool not in accepted):
+            raise ConfigError(f"model.{field.name} = {value!r}: must be {human}")

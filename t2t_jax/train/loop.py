@@ -10,6 +10,7 @@ import time
 import jax
 
 from t2t_jax.checkpoint.manager import Checkpointer, abstract_like, check_compatible
+from t2t_jax.checkpoint.space import check_checkpoint_space
 from t2t_jax.config import model_config
 from t2t_jax.data.geometry import batch_rows
 from t2t_jax.data.inputs import make_data
@@ -88,6 +89,7 @@ def train(config, workdir: str, printer=print) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     cfg = model_config(config)
     tx, schedule = make_optimizer(config.optimizer, cfg)
+    check_checkpoint_space(workdir, jax.eval_shape(lambda: create_state(cfg, tx, config.train.seed)))
     launcher = make_launcher(
         config.parallel.launcher,
         Transformer(cfg),

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 
-WATCHDOG_EXIT = 75  # EX_TEMPFAIL: rerunning the job is the remedy
+from t2t_jax.errors import EXIT_PEER  # EX_TEMPFAIL: rerunning the job is the remedy
 
 
 class Watchdog:
@@ -57,7 +57,7 @@ class Watchdog:
                     f"Rerun every process to resume{context}\n"
                 ).encode(),
             )
-            os._exit(WATCHDOG_EXIT)
+            os._exit(EXIT_PEER)
 
     def close(self) -> None:
         self._stop.set()
