@@ -50,36 +50,58 @@ def workdir(tmp_path_factory):
 # --- every command: a bad argument or input is one line with its kind's exit code, before any work ---
 
 
+W = "{work}"  # the module's workdir, substituted below
+
+
 @pytest.mark.parametrize(
     "command, args, want_code, fragment",
     [
-        ("train", ["--config.model.d_k=abc"], EXIT_USAGE, "model.d_k = 'abc': must be an integer or None"),
-        ("train", ["--config.final.splits=tset"], EXIT_USAGE, "final.splits: unknown split 'tset'"),
-        ("train", ["--config.data.dataset=wmt99"], EXIT_USAGE, "data.dataset = 'wmt99'; known:"),
-        ("train", ["--config.data.batch_tokens=100"], EXIT_USAGE, "nearest valid data.batch_tokens:"),
-        ("average", ["--last", "0"], EXIT_USAGE, "--last 0: average at least 1 checkpoint"),
-        ("average", ["--last", "99"], EXIT_USAGE, "--last 99: only"),
+        ("train", ["--workdir", W, "--config.model.d_k=abc"], EXIT_USAGE, "model.d_k = 'abc': must be an integer"),
+        ("train", ["--workdir", W, "--config.final.splits=tset"], EXIT_USAGE, "final.splits: unknown split 'tset'"),
+        ("train", ["--workdir", W, "--config.data.dataset=wmt99"], EXIT_USAGE, "data.dataset = 'wmt99'; known:"),
+        ("train", ["--workdir", W, "--config.data.batch_tokens=100"], EXIT_USAGE, "nearest valid data.batch_tokens"),
+        ("train", ["--workdir", W, "--config.model.d_model=128"], EXIT_USAGE, "model.d_model: saved 64 vs now 128"),
+        ("average", ["--workdir", W, "--last", "0"], EXIT_USAGE, "--last 0: average at least 1 checkpoint"),
+        ("average", ["--workdir", W, "--last", "99"], EXIT_USAGE, "--last 99: only"),
+        ("average", ["--workdir", W, "--last", "1", "--out", W], EXIT_USAGE, "is the workdir, holds it"),
+        ("average", ["--workdir", W, "--last", "1", "--out", W + "/checkpoints"], EXIT_USAGE, "checkpoint folders"),
+        ("average", ["--workdir", W, "--last", "1", "--out", "{user}"], EXIT_USAGE, "not a previous average"),
         (
             "export",
-            ["--format", "npz", "--checkpoint", "12345", "--out", "{tmp}/x"],
+            ["--workdir", W, "--format", "npz", "--checkpoint", "12345", "--out", "{tmp}/x"],
             EXIT_USAGE,
-            "no checkpoint at step 12345",
+            "12345",
         ),
-        ("translate", ["--beam", "0"], EXIT_USAGE, "--beam 0: need beam >= 1"),
-        ("visualize", ["--curves"], None, ""),
+        ("export", ["--workdir", W, "--format", "npz", "--out", "{user}/notes.txt/x"], EXIT_USAGE, "is a file"),
+        ("import_marian", ["--hf", "{tmp}", "--out", W], EXIT_USAGE, "import into a new workdir"),
+        ("translate", ["--workdir", W, "--beam", "0"], EXIT_USAGE, "--beam 0: need beam >= 1"),
+        ("evaluate", ["--workdir", W, "--split", "test"], EXIT_USAGE, "generated in memory: it has no test files"),
+        ("preprocess", ["--config", "smoke", "--out", "{tmp}/p"], EXIT_USAGE, "generated in memory"),
+        ("ablate", ["--rows", "Z", "--steps", "2", "--workdir", "{tmp}/ab"], EXIT_USAGE, "'Z' matches no Table 3 row"),
     ],
 )
-def test_each_command_refuses_bad_arguments_with_one_line(workdir, tmp_path, command, args, want_code, fragment):
-    before = snapshot(workdir)
-    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
-    code, _, err = run(command, "--workdir", workdir, *(SMOKE if command == "train" else []), *args, stdin=b"")
-    if command == "visualize":  # the curves exist: this one succeeds, and writes only curves.png
-        assert code == 0, err
-        before.pop("curves.png")
-        assert {k: v for k, v in snapshot(workdir).items() if k != "curves.png"} == before
-        return
+def test_each_command_refuses_bad_input_with_one_line_and_changes_nothing(
+    workdir, tmp_path, command, args, want_code, fragment
+):
+    user = tmp_path / "mine"
+    user.mkdir()
+    (user / "notes.txt").write_text("my notes")
+    before, mine = snapshot(workdir), snapshot(user)
+    args = [a.replace(W, str(workdir)).replace("{tmp}", str(tmp_path)).replace("{user}", str(user)) for a in args]
+    code, _, err = run(command, *(SMOKE if command == "train" else []), *args, stdin=b"")
     assert_one_error(code, err, want_code, fragment)
-    assert snapshot(workdir) == before
+    assert snapshot(workdir) == before and snapshot(user) == mine
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]  # nothing new written
+
+
+def test_curves_are_drawn_for_a_workdir_at_any_time(workdir):
+    before = snapshot(workdir)
+    code, out, err = run("visualize", "--workdir", workdir, "--curves")
+    assert code == 0 and "curves.png" in out, err
+    after = snapshot(workdir)
+    assert after["curves.png"][:4] == b"\x89PNG" and {k: v for k, v in after.items() if k != "curves.png"} == {
+        k: v for k, v in before.items() if k != "curves.png"
+    }
 
 
 def test_data_errors_have_their_own_exit_code(workdir, tmp_path):

@@ -30,6 +30,7 @@ def average_last(workdir, last: int, out_dir, log=None, until: int | None = None
     ``log`` (a print-like function), or with None to stderr (a live bar on a terminal)."""
     if last < 1:
         raise ConfigError(f"--last {last}: average at least 1 checkpoint")
+    check_average_out(out_dir, workdir)
     directory = workdir_path(workdir) / LATEST_DIR
     steps = [s for s in saved_steps(workdir) if until is None or s <= until]
     if len(steps) < last:
@@ -47,3 +48,21 @@ def average_last(workdir, last: int, out_dir, log=None, until: int | None = None
     config = json.loads(Workdir(workdir).config.read_text())
     save_params(out_dir, chosen[-1], average, {**config, "_averaged_steps": chosen}, workdir=workdir)
     return chosen
+
+
+def check_average_out(out_dir, workdir) -> None:
+    """``out_dir`` may be new, empty or a previous average (its config has ``_averaged_steps``): never the
+    workdir, a folder holding it, its checkpoint slots, or a foreign folder (writing there replaces its
+    config.json and deletes its checkpoint steps)."""
+    out, files = workdir_path(out_dir), Workdir(workdir)
+    root = files.root
+    slots = (files.checkpoints, files.best)
+    if out == root or out in root.parents or any(out == slot or slot in out.parents for slot in slots):
+        raise ConfigError(
+            f"--out {out} is the workdir, holds it, or is one of its checkpoint folders; the default is "
+            f"{files.averaged}"
+        )
+    if out.is_dir() and any(out.iterdir()):
+        config = out / Workdir.CONFIG
+        if not (config.exists() and "_averaged_steps" in json.loads(config.read_text())):
+            raise ConfigError(f"--out {out} is not empty and is not a previous average; give a new or empty folder")

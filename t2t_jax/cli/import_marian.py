@@ -9,6 +9,7 @@ import pathlib
 import shutil
 
 from t2t_jax.cli.common import command, quiet_libraries
+from t2t_jax.errors import ConfigError
 from t2t_jax.workdir import Workdir
 
 
@@ -23,12 +24,14 @@ def main(argv=None):
     from t2t_jax.config import default_config
     from t2t_jax.export.marian_import import from_marian_state, marian_model_config, read_marian
 
+    out = pathlib.Path(args.out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError(f"--out {out} exists and is not an empty folder: import into a new workdir")
     hf_config, state = read_marian(args.hf)
     cfg = marian_model_config(hf_config)
     params = from_marian_state(state, cfg)
     config = default_config().to_dict()
     config["model"] = cfg.to_dict()
-    out = pathlib.Path(args.out)
     save_params(Workdir(out).checkpoints, 0, params, config)
     Workdir(out).config.write_text(json.dumps(config, indent=2))
     source_spm = pathlib.Path(args.hf) / "source.spm"

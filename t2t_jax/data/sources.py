@@ -100,6 +100,11 @@ def split_files(config, split: str):
             raise ConfigError(
                 f"data.{split}_prefix is empty: give the path of the {split} files without the .{src}/.{tgt} suffix"
             )
+    elif data.dataset.startswith(TOY_PREFIX):
+        raise ConfigError(
+            f"data.dataset = {data.dataset!r} is generated in memory: it has no {split} files to read (evaluate "
+            f"or preprocess a text corpus: multi30k, parallel_text or {' / '.join(TFDS_NAMES)})"
+        )
     else:
         raise ConfigError(
             f"data.dataset = {data.dataset!r}; known: multi30k, parallel_text, "

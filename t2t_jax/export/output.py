@@ -28,6 +28,9 @@ def check_output_dir(out, *, kind: str, workdir=None, overwrite: bool = False) -
             )
     if out.exists() and not out.is_dir():
         raise ExportError(f"--out {out} is a file, not a directory")
+    blocking = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise ExportError(f"--out {out}: {blocking} is a file, not a directory")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         marker = out / MARKER
         if not (marker.is_file() and marker.read_text().strip() == kind):
