@@ -42,6 +42,7 @@ def slice_of_multi30k(directory: pathlib.Path, lines: dict) -> None:
 
 def run_readme_example(directory: pathlib.Path, python=sys.executable) -> subprocess.CompletedProcess:
     """The example in ``directory`` (its workdirs/ and data/ land there)."""
+    directory = directory.resolve()  # the example runs with cwd=directory: T2T_DATA_DIR must be absolute
     code = readme_python_example()
     budget_line = re.search(r"^budget = .*$", code, re.M).group(0)
     code = code.replace(budget_line, f"budget = {TINY_BUDGET!r}")
