@@ -76,5 +76,8 @@ def check_workdir(path: epath.Path) -> None:
 
     if path.exists() and not path.is_dir():
         raise ConfigError(f"--workdir {path} is a file, not a directory")
+    blocking = None if is_url(path) else next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise ConfigError(f"--workdir {path}: {blocking} is a file, not a directory")
     if not is_url(path) and path.exists() and not os.access(os.fspath(path), os.W_OK):
         raise ConfigError(f"--workdir {path} is not writable")

@@ -56,6 +56,8 @@ def _config_module(path: str):
         module = configs.module(name)
         return module, pathlib.Path(module.__file__)
     module_spec = importlib.util.spec_from_file_location(f"_t2t_config_{file.stem}", file)
+    if module_spec is None or file.suffix != ".py":
+        raise ConfigError(f"--config {path}: a config file is Python defining get_config(), ending in .py")
     module = importlib.util.module_from_spec(module_spec)
     try:
         module_spec.loader.exec_module(module)

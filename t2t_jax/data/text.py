@@ -22,6 +22,8 @@ def _decode(path, number: int, line: bytes) -> str:
 def iter_lines(path):
     """The decoded lines of ``path`` (a final newline ends the last line; it does not start an empty one)."""
     path = pathlib.Path(path)
+    if path.is_dir():
+        raise DataError(f"{path}: a directory, not a text file")
     if not path.is_file():
         raise DataError(f"{path}: file not found")
     with open(path, "rb") as file:
