@@ -6,6 +6,7 @@ optimizer state; averaged checkpoints (params only) live in ``<workdir>/averaged
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import jax
@@ -31,10 +32,25 @@ def alone_options(**options) -> ocp.CheckpointManagerOptions:
     return ocp.CheckpointManagerOptions(**options)
 
 
+@contextlib.contextmanager
+def _without_read_only_warnings():
+    """orbax logs three warnings on every read-only open ("read_only=True, setting ..."): expected here, and
+    noise in a notebook that loads a Translator (absl verbosity: lower is quieter)."""
+    from absl import logging as absl_logging
+
+    before = absl_logging.get_verbosity()
+    absl_logging.set_verbosity(min(before, absl_logging.ERROR))
+    try:
+        yield
+    finally:
+        absl_logging.set_verbosity(before)
+
+
 def restore_params_tree(directory, step=None):
     """(step, params as numpy arrays): read by this process alone, whatever devices wrote them."""
     directory = workdir_path(directory)
-    manager = ocp.CheckpointManager(directory, options=alone_options(read_only=True))
+    with _without_read_only_warnings():
+        manager = ocp.CheckpointManager(directory, options=alone_options(read_only=True))
     steps = manager.all_steps()
     if not steps:
         raise ConfigError(f"no checkpoint in {directory}")
