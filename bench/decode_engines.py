@@ -4,6 +4,10 @@ engine's greedy output shares with ours. Prints JSON.
 
     T2T_DATA_DIR=../shared/data python bench/decode_engines.py --workdir W [--checkpoint averaged] [--limit N]
 
+Then the ``translate`` command as a user runs it (``--no-commands`` skips): the test set cold (an empty JAX
+compilation cache) and warm, one sentence from stdin warm, and a CTranslate2 process translating that
+sentence. Ours "first run" in the JSON is the in-process cold decode (every batch shape compiled).
+
 Every engine gets the same threads (``--threads``, default all cores) and batches of ``--batch`` sentences.
 Beam 4: ours ranks by GNMT's α = 0.6 (§6.1); CTranslate2 and HF by log P / |Y|^p with the p the HF export
 writes (export/marian.py::hf_length_penalty). Ours decodes in the config's dtype; the exports are float32.
@@ -15,6 +19,7 @@ import argparse
 import json
 import os
 import pathlib
+import subprocess
 import sys
 import tempfile
 import time
@@ -76,6 +81,38 @@ def hf_translate(directory, sources, *, beam, threads, batch):
     return out, count
 
 
+SENTENCE = "A man is riding a bike."
+
+
+def wall(command, stdin=None, env=None) -> float:
+    """Seconds of a whole command (a fresh process: imports, model load, compile or cache read, decode)."""
+    start = time.perf_counter()
+    subprocess.run(command, input=stdin, env={**os.environ, **(env or {})}, check=True, capture_output=True)
+    return round(time.perf_counter() - start, 2)
+
+
+def commands(workdir, checkpoint, source_file, ct2_dir, scratch) -> dict:
+    """The ``translate`` command on the test set and on one sentence, cold (an empty compilation cache) and
+    warm (the cache the cold run filled), and CTranslate2's one-sentence process for comparison."""
+    cache = {"JAX_COMPILATION_CACHE_DIR": f"{scratch}/jax_cache"}
+    translate = [sys.executable, "-m", "t2t_jax.translate", "--workdir", workdir, "--checkpoint", checkpoint]
+    test_set = translate + ["--input", source_file, "--output", f"{scratch}/out.txt"]
+    one = f"{SENTENCE}\n".encode()
+    ct2_one = (
+        "import ctranslate2, sentencepiece as spm, sys\n"
+        f"t = ctranslate2.Translator({ct2_dir!r}, intra_threads={os.cpu_count()})\n"
+        f"sp = spm.SentencePieceProcessor(model_file={ct2_dir + '/source.spm'!r})\n"
+        "print(sp.decode(t.translate_batch([sp.encode(sys.stdin.read().strip(), out_type=str)], beam_size=4)"
+        "[0].hypotheses[0]))\n"
+    )
+    return {
+        "translate_test_set_cold_seconds": wall(test_set, env=cache),
+        "translate_test_set_warm_seconds": wall(test_set, env=cache),
+        "translate_one_sentence_warm_seconds": wall(translate, stdin=one, env=cache),
+        "ctranslate2_one_sentence_process_seconds": wall([sys.executable, "-c", ct2_one], stdin=one),
+    }
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", required=True)
@@ -83,6 +120,7 @@ def main():
     parser.add_argument("--limit", type=int, default=0, help="first N test sentences (0 = all)")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--batch", type=int, default=64, help="sentences per batch for CTranslate2 and HF")
+    parser.add_argument("--no-commands", action="store_true", help="skip the whole-command timings")
     args = parser.parse_args()
     model = load_for_inference(args.workdir, args.checkpoint)
     sources, references = split_text(ml_collections.ConfigDict(model.config), "test")
@@ -132,6 +170,11 @@ def main():
                 "sacrebleu": round(sacre_bleu(outputs[name], references)["score"], 2),
             }
             print(name, report[name], file=sys.stderr, flush=True)
+        if not args.no_commands:
+            source_file = f"{scratch}/test.src"
+            pathlib.Path(source_file).write_text("\n".join(sources) + "\n", encoding="utf-8")
+            report["commands"] = commands(args.workdir, args.checkpoint, source_file, f"{scratch}/ct2", scratch)
+            print("commands", report["commands"], file=sys.stderr, flush=True)
     for name in outputs:
         if name.endswith("beam1") and not name.startswith("t2t_jax"):
             same = sum(a == b for a, b in zip(outputs[name], outputs["t2t_jax_beam1"])) / len(sources)

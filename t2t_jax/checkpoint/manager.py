@@ -67,7 +67,8 @@ class Checkpointer:
         try:
             yield
         except Exception as error:  # noqa: BLE001 - whatever the storage layer raises means the same here
-            kept = self.latest.latest_step()
+            finalized = self.latest.all_steps(read=True)  # from storage: the manager's own list has the failed step
+            kept = max(finalized) if finalized else None
             raise CheckpointError(
                 f"{what} (or the one before it, written in the background) failed: {type(error).__name__}: "
                 f"{str(error).strip().splitlines()[0][:300] if str(error).strip() else ''}; the last complete "
