@@ -70,13 +70,18 @@ class Workdir:
     jax_cache = property(lambda self: self.root / self.JAX_CACHE)
 
 
+def file_in_the_way(path):
+    """The first folder above ``path`` that exists but is a file (a directory cannot be made there), or None."""
+    return next((parent for parent in path.parents if parent.exists() and not parent.is_dir()), None)
+
+
 def check_workdir(path: epath.Path) -> None:
     """A workdir must be a folder this process can write (checked before any work)."""
     from t2t_jax.errors import ConfigError
 
     if path.exists() and not path.is_dir():
         raise ConfigError(f"--workdir {path} is a file, not a directory")
-    blocking = None if is_url(path) else next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    blocking = None if is_url(path) else file_in_the_way(path)
     if blocking is not None:
         raise ConfigError(f"--workdir {path}: {blocking} is a file, not a directory")
     if not is_url(path) and path.exists() and not os.access(os.fspath(path), os.W_OK):

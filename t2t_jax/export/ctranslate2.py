@@ -53,15 +53,9 @@ def _matrix(kernel) -> np.ndarray:
     return np.ascontiguousarray(kernel.reshape(kernel.shape[0], -1).T)
 
 
-def _linear(spec, p) -> None:
-    """Our Dense/Projection params (kernel [d_in, d_out], optional bias) into a LinearSpec."""
-    spec.weight = _matrix(p["kernel"])
-    if "bias" in p:
-        spec.bias = np.asarray(p["bias"], np.float32).reshape(-1)
-
-
-def _fused_linear(spec, parts) -> None:
-    """Several projections of the same input as one LinearSpec (rows stacked: q | k | v)."""
+def _linear(spec, *parts) -> None:
+    """Our Dense/Projection params (kernel [d_in, ...], optional bias) into a LinearSpec; several projections
+    of the same input become one (rows stacked: q | k | v)."""
     spec.weight = np.concatenate([_matrix(p["kernel"]) for p in parts], 0)
     if all("bias" in p for p in parts):
         spec.bias = np.concatenate([np.asarray(p["bias"], np.float32).reshape(-1) for p in parts])
@@ -76,10 +70,10 @@ def _out_projection(spec, p) -> None:
 
 def _attention(spec, p, scale: float, cross: bool) -> None:
     if cross:  # CTranslate2 projects the query from the decoder, keys and values from the encoder output
-        _fused_linear(spec.linear[0], [p["query"]])
-        _fused_linear(spec.linear[1], [p["key"], p["value"]])
+        _linear(spec.linear[0], p["query"])
+        _linear(spec.linear[1], p["key"], p["value"])
     else:
-        _fused_linear(spec.linear[0], [p["query"], p["key"], p["value"]])
+        _linear(spec.linear[0], p["query"], p["key"], p["value"])
     _out_projection(spec.linear[-1], p)
     spec.queries_scale = np.float32(scale)
 

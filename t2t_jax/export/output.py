@@ -12,6 +12,7 @@ import pathlib
 import tempfile
 
 from t2t_jax.errors import ExportError
+from t2t_jax.workdir import file_in_the_way
 
 MARKER = ".t2t_export"  # holds the format name
 
@@ -28,7 +29,7 @@ def check_output_dir(out, *, kind: str, workdir=None, overwrite: bool = False) -
             )
     if out.exists() and not out.is_dir():
         raise ExportError(f"--out {out} is a file, not a directory")
-    blocking = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+    blocking = file_in_the_way(out)
     if blocking is not None:
         raise ExportError(f"--out {out}: {blocking} is a file, not a directory")
     if out.is_dir() and any(out.iterdir()) and not overwrite:

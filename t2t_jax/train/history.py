@@ -2,6 +2,7 @@
 
 A local file gets each entry appended at once. An object store has no append: the file is rewritten at
 ``flush()`` (each evaluation, and the end), so at most the entries since the last evaluation are lost.
+``flush()`` also redraws curves.png, the history's picture.
 A resumed run first drops the entries after the step it resumes from: it is about to redo those steps,
 and the curve must show each step once.
 """
@@ -21,6 +22,7 @@ def read_history(workdir) -> list[dict]:
 
 class HistoryLog:
     def __init__(self, workdir, resume_step: int, enabled: bool = True):
+        self.workdir = workdir
         self.path = Workdir(workdir).history
         self.enabled = enabled
         self.url = is_url(self.path)
@@ -43,6 +45,11 @@ class HistoryLog:
             handle.write(json.dumps(entry) + "\n")
 
     def flush(self) -> None:
-        if self.enabled and self.pending:
+        if not self.enabled:
+            return
+        if self.pending:
             self.path.write_text("".join(json.dumps(entry) + "\n" for entry in self._earlier + self.entries))
             self.pending = False
+        from t2t_jax.train.curves import plot_curves  # curves.py reads the history: imported here, not above
+
+        plot_curves(self.workdir)

@@ -20,7 +20,6 @@ from t2t_jax.model import Transformer
 from t2t_jax.progress import TrainingProgress, format_duration
 from t2t_jax.train import distributed
 from t2t_jax.train.control import Control
-from t2t_jax.train.curves import plot_curves
 from t2t_jax.train.events import EventLog
 from t2t_jax.train.finish import decode_shared
 from t2t_jax.train.history import HistoryLog
@@ -141,14 +140,7 @@ def _run(
     """The step loop: every step boundary takes the agreed decision of train/control.py."""
     started = time.perf_counter()
     deadline = started - spent + 60 * config.train.max_minutes if config.train.max_minutes else None
-    control = Control(
-        every_steps=config.checkpoint.every_steps,
-        every_minutes=config.checkpoint.every_minutes,
-        sync_every=config.parallel.sync_every,
-        final_step=config.train.steps,
-        deadline=deadline,
-        preempted=preempted,
-    )
+    control = _control(config, deadline, preempted)
 
     def save(step, best_metric=None):
         data_state = {
@@ -200,9 +192,7 @@ def _run(
             _check_finite(sums, step, config)
             metrics, best_metric = _dev_metrics(config, cfg, launcher, state, data, step, events, say)
             history.append({"split": "eval", "step": step, **metrics})
-            history.flush()
-            if jax.process_index() == 0:
-                plot_curves(workdir)  # curves.png current at every evaluation
+            history.flush()  # and curves.png redrawn: current at every evaluation
             if best_metric is not None and checkpointer.is_better(best_metric):
                 save(step, best_metric)
     with watchdog.waiting("the last checkpoint saves to finish"):
@@ -211,6 +201,17 @@ def _run(
     events.close()
     history.flush()
     return _summarize_run(workdir, step, start, started, history.entries, launcher.get_state(state), say, stopped)
+
+
+def _control(config, deadline, preempted) -> Control:
+    return Control(
+        every_steps=config.checkpoint.every_steps,
+        every_minutes=config.checkpoint.every_minutes,
+        sync_every=config.parallel.sync_every,
+        final_step=config.train.steps,
+        deadline=deadline,
+        preempted=preempted,
+    )
 
 
 def _dev_metrics(config, cfg, launcher, state, data, step, events, say):
@@ -274,7 +275,6 @@ def _summarize_run(workdir, step, start, started, history, state, say, stopped):
     }
     if jax.process_index() == 0:
         Workdir(workdir).summary.write_text(json.dumps(summary, indent=2))
-        plot_curves(workdir)
     last = f" | eval loss {evals[-1]['loss']:.4f} | eval acc {evals[-1]['accuracy']:.4f}" if evals else ""
     say(f"done: step {step} in {format_duration(wall)}{last} | summary in {workdir / 'summary.json'}", flush=True)
     summary["state"] = state
