@@ -2,6 +2,11 @@
 that produced each op. Prints JSON.
 
     python bench/profile_decode.py [--size tiny] [--batch 64] [--beam 4] [--dtype float32]
+    T2T_DATA_DIR=../shared/data python bench/profile_decode.py --workdir W [--checkpoint averaged] [--batch 64]
+
+Random weights never emit EOS, so every sentence runs to source length + 50; with ``--workdir`` the
+trained model decodes ``--batch`` test sentences of its dataset (the middle of the length-sorted set,
+padded as the translate command pads them), so the profile shows real step counts and early stops.
 
 Runs ``translate_ids`` once under ``jax.profiler`` (with ``--xla_cpu_enable_xprof_traceme``, set here
 before jax is imported, XLA:CPU emits a trace event per executed op), reads the Perfetto trace and names
@@ -62,6 +67,25 @@ def op_names(hlo: str) -> dict:
     return names
 
 
+def real_batch(workdir, checkpoint, batch):
+    """(cfg, params, [batch, bucket] ids): ``batch`` test sentences from the middle of the length order."""
+    import ml_collections
+
+    from t2t_jax.data.pipeline import bucket_length
+    from t2t_jax.data.sources import split_text
+    from t2t_jax.decode.translate import load_for_inference
+
+    model = load_for_inference(workdir, checkpoint)
+    sources, _ = split_text(ml_collections.ConfigDict(model.config), "test")
+    ids = sorted(model.tokenizer.encode_batch(sources), key=len)
+    middle = ids[max(len(ids) // 2 - batch // 2, 0) :][:batch]
+    length = bucket_length(max(map(len, middle)), model.cfg.max_len)
+    src = np.full((batch, length), model.cfg.pad_id, np.int32)
+    for row, x in enumerate(middle):
+        src[row, : len(x)] = x
+    return model.cfg, model.params, src
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="tiny", choices=sorted(SIZES))
@@ -69,10 +93,15 @@ def main():
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--source-length", type=int, default=20)
+    parser.add_argument("--workdir", help="a trained workdir: its model on real test sentences")
+    parser.add_argument("--checkpoint", default="averaged")
     args = parser.parse_args()
-    cfg = model_config(SIZES[args.size], args.dtype)
-    params = init_params(cfg, seed=0)
-    src = np.random.default_rng(0).integers(3, cfg.vocab_size, (args.batch, args.source_length)).astype(np.int32)
+    if args.workdir:
+        cfg, params, src = real_batch(args.workdir, args.checkpoint, args.batch)
+    else:
+        cfg = model_config(SIZES[args.size], args.dtype)
+        params = init_params(cfg, seed=0)
+        src = np.random.default_rng(0).integers(3, cfg.vocab_size, (args.batch, args.source_length)).astype(np.int32)
     run = lambda: jax.block_until_ready(translate_ids(params, src, cfg=cfg, beam=args.beam))  # noqa: E731
     run()
     names = op_names(translate_ids.lower(params, src, cfg=cfg, beam=args.beam).compile().as_text())

@@ -62,8 +62,10 @@ def test_phased_caches_equal_full_recomputation(params, monkeypatch, beam, varia
     params = init_params(cfg, seed=3) if variant else params
     assert decode_cache.phases(cfg, 3, beam, 59) == (16, 32, 59)
     src = sources()
-    phased = jax.jit(translate_ids.__wrapped__, static_argnames=("cfg", "beam", "nbest"))
-    cached, cached_score = phased(params, src, cfg=cfg, beam=beam, nbest=beam)
+    # a new function: traced afresh under the patch (a jit of translate_ids.__wrapped__ may reuse its trace)
+    phased = jax.jit(lambda p, s: translate_ids.__wrapped__(p, s, cfg=cfg, beam=beam, nbest=beam))
+    assert str(phased.lower(params, src).as_text()).count("stablehlo.while") >= 3
+    cached, cached_score = phased(params, src)
     full, full_score = translate_uncached(params, src, cfg=cfg, beam=beam, nbest=beam)
     np.testing.assert_array_equal(np.asarray(cached), np.asarray(full))
     np.testing.assert_allclose(np.asarray(cached_score), np.asarray(full_score), rtol=1e-5, atol=1e-5)
@@ -231,3 +233,38 @@ def test_a_models_own_special_ids_reach_its_tokenizer_and_batches(tmp_path):
         alone = np.asarray(translate_ids(model.params, ids, cfg=model.cfg, beam=2)[0])[0, 0]
         assert got == model.tokenizer.decode(alone)
     assert together.stats.sentences == 2 and together.stats.tokens > 0
+
+
+def test_batch_plan_by_hand():
+    """Shapes [tokens // bucket, bucket]; a batch takes the longest run of sorted sentences one shape holds, so
+    a bucket's tail joins the next bucket's batch instead of decoding among padding rows."""
+    from t2t_jax.decode.translate import batch_plan
+
+    # buckets: 3 -> 8 (8 rows at 64 tokens), 9 -> 16 (4 rows), 20 -> 32 (2 rows)
+    assert batch_plan([3] * 5 + [9] * 3 + [20] * 2, 64, 64) == [(0, 5, 8, 8), (5, 3, 4, 16), (8, 2, 2, 32)]
+    assert batch_plan([3, 3, 9, 9], 64, 64) == [(0, 4, 4, 16)]  # the two short ones ride in the 16-bucket
+    assert batch_plan([70], 64, 64) == [(0, 1, 1, 64)]  # capped at max_len, at least one row
+    lengths = sorted(np.random.default_rng(0).integers(1, 60, 500).tolist())
+    plan = batch_plan(lengths, 512, 64)
+    assert [start for start, *_ in plan] == list(np.cumsum([0] + [count for _, count, _, _ in plan[:-1]]))
+    assert sum(count for _, count, _, _ in plan) == len(lengths)
+    for start, count, rows, length in plan:
+        assert count <= rows == max(512 // length, 1) and max(lengths[start : start + count]) <= length
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_f32_key_cache_decodes_exactly_as_a_bf16_cache(monkeypatch, beam):
+    """On CPU, bf16 models cache keys in f32 (decode_cache.key_dtype): the score product reads the same
+    numbers, so the search gives the same tokens and bit-equal scores as with bf16 key buffers."""
+    from t2t_jax.model import decode_cache
+
+    cfg = dataclasses.replace(CFG, dtype="bfloat16")
+    params = init_params(cfg, seed=5)
+    src = sources(rows=4, seed=1)
+    assert decode_cache.key_dtype(cfg.dtype) == jnp.float32
+    decode = lambda: jax.jit(lambda p, s: translate_ids.__wrapped__(p, s, cfg=cfg, beam=beam))(params, src)  # noqa: E731
+    f32_keys = decode()  # (a new function per call: traced afresh, so the patch below takes effect)
+    monkeypatch.setattr(decode_cache, "key_dtype", jnp.dtype)
+    bf16_keys = decode()
+    np.testing.assert_array_equal(np.asarray(f32_keys[0]), np.asarray(bf16_keys[0]))
+    np.testing.assert_array_equal(np.asarray(f32_keys[1]), np.asarray(bf16_keys[1]))

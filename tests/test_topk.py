@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from t2t_jax.decode.topk import CHUNK, log_softmax_top_k, top_k_rows
+from t2t_jax.decode.topk import CHUNK, chunk_size, log_softmax_top_k, top_k_rows
 
 
 def reference(x, offset, k):
@@ -21,6 +21,9 @@ def reference(x, offset, k):
         (1, 8 * CHUNK, 1, True),
         (2, 2 * CHUNK, 4, True),
         (3, 100, 6, False),
+        (4, 8000, 8, True),  # the Multi30k vocabulary: chunks of 125
+        (2, 1000, 4, False),  # chunks of 125
+        (2, 1009, 4, True),  # prime: no chunk, one pass
     ],
 )
 def test_two_pass_top_k_equals_lax_top_k(rows, n, k, ties):
@@ -31,10 +34,10 @@ def test_two_pass_top_k_equals_lax_top_k(rows, n, k, ties):
             offset = rng.integers(-1, 1, (6, rows)).astype(np.float32)
             # a few chunks spiked high, so the best chunks are not in position order and the rest of the
             # top k are ties that must come from the lowest positions
-            flat = x.reshape(6, -1)
+            flat, chunk = x.reshape(6, -1), chunk_size(n) or n
             for sentence in flat:
-                spiked = rng.choice(rows * n // CHUNK, size=min(k // 2, 3), replace=False)
-                sentence[spiked * CHUNK + rng.integers(0, CHUNK, spiked.shape)] = 10 + rng.permutation(len(spiked))
+                spiked = rng.choice(rows * n // chunk, size=min(k // 2, 3), replace=False)
+                sentence[spiked * chunk + rng.integers(0, chunk, spiked.shape)] = 10 + rng.permutation(len(spiked))
         else:
             x = rng.normal(size=(6, rows, n)).astype(np.float32) * 4
             offset = rng.normal(size=(6, rows)).astype(np.float32)
@@ -46,7 +49,12 @@ def test_two_pass_top_k_equals_lax_top_k(rows, n, k, ties):
         np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want[0]))
 
 
-@pytest.mark.parametrize("rows,n,k", [(4, 8 * CHUNK, 8), (1, 4 * CHUNK, 1), (3, 100, 6)])
+def test_chunk_size_is_the_divisor_nearest_the_preferred_chunk():
+    assert (chunk_size(8 * CHUNK), chunk_size(8000), chunk_size(32000), chunk_size(1009)) == (CHUNK, 125, 128, None)
+    assert all(n % chunk_size(n) == 0 for n in (100, 8000, 30522, 50257 * 2) if chunk_size(n))
+
+
+@pytest.mark.parametrize("rows,n,k", [(4, 8 * CHUNK, 8), (1, 4 * CHUNK, 1), (3, 100, 6), (4, 8000, 8)])
 def test_log_softmax_top_k_ranks_hypothesis_log_probabilities(rows, n, k):
     """prior + log_softmax(logits), ranked over rows and vocabulary: the same entries as ``lax.top_k`` on the
     materialised candidates, and the same log-probabilities."""

@@ -71,6 +71,25 @@ def load_for_inference(workdir, checkpoint: str = "latest") -> LoadedModel:
     return LoadedModel(cfg, jax.device_put(params), tokenizer, config, step)
 
 
+def batch_plan(lengths, tokens_per_batch: int, max_len: int):
+    """(start, count, rows, length) of each batch over ``lengths`` sorted ascending: batches of the shapes
+    [tokens_per_batch // length, length], length a power-of-two bucket, each taking the longest run of
+    sentences that fits one such shape. A bucket's last few sentences thus join the next bucket's batch
+    (in its shape) rather than decoding alone in a batch of padding rows: padding rows compute every step."""
+    plan, start = [], 0
+    while start < len(lengths):
+        count = 1
+        while start + count < len(lengths):
+            length = bucket_length(lengths[start + count], max_len)
+            if count + 1 > max(tokens_per_batch // length, 1):
+                break
+            count += 1
+        length = bucket_length(lengths[start + count - 1], max_len)
+        plan.append((start, count, max(tokens_per_batch // length, 1), length))
+        start += count
+    return plan
+
+
 def translate_texts(
     texts,
     tokenizer,
@@ -97,11 +116,8 @@ def translate_texts(
     results = [[Hypothesis("", 0.0)] * nbest for _ in texts]
     todo = sorted((i for i, t in enumerate(texts) if t.strip()), key=lambda i: len(ids[i]))
     stats = DecodeStats()
-    start = 0
-    while start < len(todo):
-        length = bucket_length(len(ids[todo[start]]), cfg.max_len)
-        rows = max(tokens_per_batch // length, 1)
-        chosen = [i for i in todo[start : start + rows] if len(ids[i]) <= length]
+    for start, count, rows, length in batch_plan([len(ids[i]) for i in todo], tokens_per_batch, cfg.max_len):
+        chosen = todo[start : start + count]
         batch = np.full((rows, length), cfg.pad_id, np.int32)
         for row, i in enumerate(chosen):
             batch[row, : len(ids[i])] = ids[i]
@@ -112,7 +128,6 @@ def translate_texts(
             results[i] = [Hypothesis(tokenizer.decode(sequences[row, k]), float(scores[row, k])) for k in range(nbest)]
             stats.tokens += tokenizer.length(sequences[row, 0])
         stats.sentences += len(chosen)
-        start += len(chosen)
         if progress:
             progress(stats.sentences, len(todo))
     return Translations(results, stats)

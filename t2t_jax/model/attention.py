@@ -119,7 +119,9 @@ class MultiHeadAttention(nn.Module):
         if variant.dot_scale is not None:
             scale = jnp.asarray(variant.dot_scale(query.shape[-1]), query.dtype)
             grouped = (query * scale).reshape(batch, beam, heads, -1).transpose(0, 2, 1, 3)  # [b, h, beam, d]
-            logits = precision.einsum("bhqd,bhdk->bhqk", grouped, key_t, cfg.dtype, jnp.float32)
+            # keys may be cached in f32 holding compute-dtype values (decode_cache.key_dtype): the product then
+            # runs in f32 on the same numbers, as XLA:CPU runs a mixed dot with f32 accumulation
+            logits = precision.einsum("bhqd,bhdk->bhqk", grouped, key_t, key_t.dtype, jnp.float32)
             weights = jax.nn.softmax(logits + bias, axis=-1)
             out = precision.einsum("bhqk,bhkd->bhqd", weights, value_t, cfg.dtype)
             return out.transpose(0, 2, 1, 3).reshape(rows, 1, heads, -1)

@@ -8,6 +8,12 @@ holds position t of every current hypothesis. Keys are kept [b, h, d, length * b
 caches XLA:CPU transposed every whole cache at every step). Cross-attention keys/values are projected on
 the first step and kept per sentence in the same layouts. Beam 1 is greedy search: no ancestry.
 
+Key dtype (``key_dtype``): XLA:CPU has no bf16 x bf16 -> f32 dot for the score product: it converted its
+operands to f32, and with bf16 key buffers it converted (and copied) every whole key cache at every step,
+most of a step's time (bench/profile_decode.py --workdir). On CPU, key buffers are therefore f32 holding the
+compute dtype's values: the product reads the same numbers, each converted once, when written. (Values feed a
+bf16-output product XLA:CPU runs natively; f32 value buffers measured no faster and stay in compute dtype.)
+
 MultiHeadAttention asks this module to write and read; decode/decoder.py asks it to start, reorder and
 grow the search's cache. Nothing else knows the layout.
 """
@@ -116,15 +122,20 @@ def phases(cfg, batch: int, beam: int, max_len: int) -> tuple[int, ...]:
 # --- the attention layer's side: write, read, biases, per-hypothesis views --------------------------------
 
 
+def key_dtype(dtype):
+    """The dtype of cached keys for compute ``dtype``: f32 on CPU (see the module docstring), else ``dtype``."""
+    return jnp.float32 if jax.default_backend() == "cpu" else jnp.dtype(dtype)
+
+
 def write_self(module, key, value, step: DecodeStep):
     """Write this step's keys/values [batch * beam, 1, h, d] of all hypotheses at position ``step.index`` of
     ``module``'s fixed-size buffers (created on the first step), in place; returns (keys, values) in the
     cache layouts [b, h, d, length * beam] / [b, h, length * beam, d]."""
     rows, _, heads, dk = key.shape
     batch, beam, size = rows // step.beam, step.beam, step.length * step.beam
-    cached_key = module.variable("cache", SELF_KEY, jnp.zeros, (batch, heads, dk, size), key.dtype)
+    cached_key = module.variable("cache", SELF_KEY, jnp.zeros, (batch, heads, dk, size), key_dtype(key.dtype))
     cached_value = module.variable("cache", SELF_VALUE, jnp.zeros, (batch, heads, size, value.shape[-1]), value.dtype)
-    key = key.reshape(batch, beam, heads, dk).transpose(0, 2, 3, 1)  # [b, h, d, beam]
+    key = key.reshape(batch, beam, heads, dk).transpose(0, 2, 3, 1).astype(cached_key.value.dtype)  # [b, h, d, beam]
     value = value.reshape(batch, beam, heads, -1).transpose(0, 2, 1, 3)  # [b, h, beam, d]
     for cached, update, name in ((cached_key, key, SELF_KEY), (cached_value, value, SELF_VALUE)):
         start = [0] * update.ndim
@@ -139,6 +150,7 @@ def read_cross(module, key_proj, value_proj, encoded):
         return module.get_variable("cache", CROSS_KEY), module.get_variable("cache", CROSS_VALUE)
     key_t = key_proj(encoded).transpose(0, 2, 3, 1)  # [b, s, h, d] -> [b, h, d, s]
     value_t = value_proj(encoded).transpose(0, 2, 1, 3)  # [b, s, h, d] -> [b, h, s, d]
+    key_t = key_t.astype(key_dtype(key_t.dtype))
     module.put_variable("cache", CROSS_KEY, key_t)
     module.put_variable("cache", CROSS_VALUE, value_t)
     return key_t, value_t
