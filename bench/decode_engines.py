@@ -113,6 +113,23 @@ def commands(workdir, checkpoint, source_file, ct2_dir, scratch) -> dict:
     }
 
 
+def criteria(report) -> dict:
+    """The decode-speed issue's figures: warm beam 4 speed over CTranslate2 float32's (goal >= 1), our first
+    (compiling) decode's time over CTranslate2's (goal <= 2), one sentence through the command (goal < 5 s)."""
+    ct2 = report["ctranslate2_float32_beam4"]["seconds"]
+    out = {
+        "warm_speed_over_ctranslate2_float32": round(ct2 / report["t2t_jax_beam4"]["seconds"], 2),
+        "first_decode_time_over_ctranslate2_float32": round(report["t2t_jax_beam4_first_run_seconds"] / ct2, 2),
+    }
+    if "commands" in report:
+        commands = report["commands"]
+        out["translate_command_cold_time_over_ctranslate2_float32"] = round(
+            commands["translate_test_set_cold_seconds"] / ct2, 2
+        )
+        out["one_sentence_warm_seconds"] = commands["translate_one_sentence_warm_seconds"]
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", required=True)
@@ -175,6 +192,7 @@ def main():
             pathlib.Path(source_file).write_text("\n".join(sources) + "\n", encoding="utf-8")
             report["commands"] = commands(args.workdir, args.checkpoint, source_file, f"{scratch}/ct2", scratch)
             print("commands", report["commands"], file=sys.stderr, flush=True)
+    report["issue_19_criteria"] = criteria(report)
     for name in outputs:
         if name.endswith("beam1") and not name.startswith("t2t_jax"):
             same = sum(a == b for a, b in zip(outputs[name], outputs["t2t_jax_beam1"])) / len(sources)

@@ -13,7 +13,7 @@ import numpy as np
 from t2t_jax.checkpoint.params import load_params
 from t2t_jax.data.pipeline import bucket_length
 from t2t_jax.data.tokenizer import Tokenizer
-from t2t_jax.decode.decoder import check_beam, translate_ids
+from t2t_jax.decode.decoder import check_beam, compile_ahead
 from t2t_jax.errors import ConfigError
 from t2t_jax.model.config import ModelConfig
 from t2t_jax.special_ids import SpecialIds
@@ -116,13 +116,17 @@ def translate_texts(
     results = [[Hypothesis("", 0.0)] * nbest for _ in texts]
     todo = sorted((i for i, t in enumerate(texts) if t.strip()), key=lambda i: len(ids[i]))
     stats = DecodeStats()
-    for start, count, rows, length in batch_plan([len(ids[i]) for i in todo], tokens_per_batch, cfg.max_len):
+    plan = batch_plan([len(ids[i]) for i in todo], tokens_per_batch, cfg.max_len)
+    decoders = compile_ahead(
+        params, [(rows, length) for _, _, rows, length in plan], cfg=cfg, beam=beam, alpha=alpha, nbest=nbest
+    )
+    for start, count, rows, length in plan:
         chosen = todo[start : start + count]
         batch = np.full((rows, length), cfg.pad_id, np.int32)
         for row, i in enumerate(chosen):
             batch[row, : len(ids[i])] = ids[i]
         began = time.perf_counter()
-        sequences, scores = jax.device_get(translate_ids(params, batch, cfg=cfg, beam=beam, alpha=alpha, nbest=nbest))
+        sequences, scores = jax.device_get(decoders[rows, length].result()(params, batch))
         stats.seconds += time.perf_counter() - began
         for row, i in enumerate(chosen):
             results[i] = [Hypothesis(tokenizer.decode(sequences[row, k]), float(scores[row, k])) for k in range(nbest)]

@@ -32,6 +32,7 @@ CROSS_KEY, CROSS_VALUE = "cross_key", "cross_value"
 SLOT_AXIS = {SELF_KEY: 3, SELF_VALUE: 2}  # the position-major slot axis of each self-attention buffer
 PHASE_START = 16  # steps in the first decode phase (see phases)
 PHASE_MIN_BYTES = 4 << 20  # one layer's self-attention caches below this: a single loop
+PHASE_MERGE = 1.5  # a last phase shorter than this times the bound before it joins that phase
 
 
 class DecodeStep(NamedTuple):
@@ -109,14 +110,18 @@ def phases(cfg, batch: int, beam: int, max_len: int) -> tuple[int, ...]:
 
     At batch 64 × beam 4 a tiny model's caches are 18 MB a layer, read from memory at every step; with full
     buffers the early steps read mostly empty slots. Sized to the phase, a step reads < 2× what is written.
-    Each phase compiles its own loop body, hence doubling (few phases) and the size threshold."""
+    Each phase compiles its own loop body, hence doubling (few phases), the size threshold, and a short last
+    phase merged into the one before (max_len 66: 16, 32, 66)."""
     per_position = cfg.key_value_heads * (cfg.head_dim_k + cfg.head_dim_v) * jnp.dtype(cfg.dtype).itemsize
     if batch * beam * max_len * per_position < PHASE_MIN_BYTES:
         return (max_len,)
     bounds = [PHASE_START]
     while bounds[-1] * 2 < max_len:
         bounds.append(bounds[-1] * 2)
-    return tuple(b for b in bounds if b < max_len) + (max_len,)
+    bounds = [b for b in bounds if b < max_len]
+    if len(bounds) > 1 and max_len < PHASE_MERGE * bounds[-1]:  # (.., 64, 66): a loop of 2 steps costs a compile
+        bounds.pop()
+    return tuple(bounds) + (max_len,)
 
 
 # --- the attention layer's side: write, read, biases, per-hypothesis views --------------------------------
