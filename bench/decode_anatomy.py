@@ -1,0 +1,111 @@
+"""Where a real decode's row-steps go: per batch of the translate path, the loop's steps against the longest
+best hypothesis, the step each sentence's exact search could stop at, and the padding rows. Prints JSON.
+
+    T2T_DATA_DIR=../shared/data python bench/decode_anatomy.py --workdir W [--checkpoint averaged] [--beam 4]
+
+A batch computes rows × steps row-steps; a sentence needs only the steps until its search is done (beam: no
+alive hypothesis can beat its best finished one, the loop's own test; greedy: its EOS). The rest is finished
+sentences and padding rows still computing: the headroom of retiring them from the batch (compaction).
+Records each step's beam state through ``jax.debug.callback`` (the search is run with the callback patched
+in; timings here mean nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import jax  # noqa: E402
+import ml_collections  # noqa: E402
+import numpy as np  # noqa: E402
+
+from t2t_jax.data.sources import split_text  # noqa: E402
+from t2t_jax.decode import search  # noqa: E402
+from t2t_jax.decode.decoder import EXTRA_LENGTH, decode_length, translate_ids  # noqa: E402
+from t2t_jax.decode.translate import batch_plan, load_for_inference  # noqa: E402
+
+RECORDS = []  # (t, alive log-prob of the best alive [batch], best finished score [batch]) per beam step
+_run_loop = search.run_loop
+
+
+def recording_run_loop(cond, body, carry, phases, grow_fn=None):
+    """search.run_loop with every step's state sent to RECORDS (beam search: the stop test's inputs)."""
+
+    def recorded(c):
+        out = body(c)
+        state = out.state
+        if hasattr(state, "alive_logp"):
+            jax.debug.callback(
+                lambda t, alive, best: RECORDS.append((int(t), np.asarray(alive), np.asarray(best))),
+                state.t,
+                state.alive_logp[:, 0],
+                state.fin_scores[:, 0],
+            )
+        return out
+
+    return _run_loop(cond, recorded, carry, phases, grow_fn)
+
+
+def done_steps(records, limits, alpha, rows):
+    """Per sentence the steps its exact beam search needs (the loop's cond, per sentence)."""
+    penalty = ((5.0 + limits) / 6.0) ** alpha
+    done = np.ones(rows, int)
+    for t, alive, best in sorted(records, key=lambda r: r[0]):
+        done = np.where((alive / penalty > best) & (t < limits), t + 1, done)
+    return done
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--checkpoint", default="averaged")
+    parser.add_argument("--beam", type=int, default=4)
+    parser.add_argument("--alpha", type=float, default=0.6)
+    parser.add_argument("--tokens-per-batch", type=int, default=2048)
+    args = parser.parse_args()
+    search.run_loop = recording_run_loop
+    model = load_for_inference(args.workdir, args.checkpoint)
+    cfg = model.cfg
+    sources, _ = split_text(ml_collections.ConfigDict(model.config), "test")
+    ids = sorted(model.tokenizer.encode_batch(sources), key=len)
+    batches, totals = [], {"row_steps": 0, "needed_row_steps": 0, "padding_row_steps": 0, "hypothesis_tokens": 0}
+    for start, count, rows, length in batch_plan([len(x) for x in ids], args.tokens_per_batch, cfg.max_len):
+        inputs = np.full((rows, length), cfg.pad_id, np.int32)
+        for row, x in enumerate(ids[start : start + count]):
+            inputs[row, : len(x)] = x
+        RECORDS.clear()
+        sequences, _ = jax.device_get(translate_ids(model.params, inputs, cfg=cfg, beam=args.beam, alpha=args.alpha))
+        jax.effects_barrier()
+        lengths = (sequences[:count, 0] != cfg.pad_id).sum(-1)  # the best hypotheses, EOS included
+        if args.beam > 1:
+            limits = np.minimum((inputs != cfg.pad_id).sum(1) + EXTRA_LENGTH, decode_length(cfg, length))
+            needed = done_steps(RECORDS, limits, args.alpha, rows)[:count]
+            steps = max(r[0] for r in RECORDS) if RECORDS else 1
+        else:  # greedy: a sentence is done at its EOS; the loop runs until every row's is out
+            needed, steps = lengths, int(lengths.max())
+        batch = {
+            "source_length": length,
+            "rows": rows,
+            "sentences": count,
+            "loop_steps": int(steps),
+            "longest_hypothesis": int(lengths.max()),
+            "mean_hypothesis": round(float(lengths.mean()), 1),
+            "mean_needed_steps": round(float(needed.mean()), 1),
+        }
+        batches.append(batch)
+        totals["row_steps"] += rows * int(steps)
+        totals["needed_row_steps"] += int(needed.sum())
+        totals["padding_row_steps"] += (rows - count) * int(steps)
+        totals["hypothesis_tokens"] += int(lengths.sum())
+    totals["needed_fraction"] = round(totals["needed_row_steps"] / totals["row_steps"], 3)
+    totals["padding_fraction"] = round(totals["padding_row_steps"] / totals["row_steps"], 3)
+    report = {"workdir": args.workdir, "checkpoint": args.checkpoint, "step": model.step, "beam": args.beam}
+    print(json.dumps({**report, **totals, "batches": batches}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
