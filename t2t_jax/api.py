@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from t2t_jax.decode.translate import LoadedModel, Translations, load_for_inference, translate_texts
+from t2t_jax.decode.translate import TOKENS_PER_BATCH, LoadedModel, Translations, load_for_inference, translate_texts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +76,7 @@ class Translator:
         beam: int = 4,
         alpha: float = 0.6,
         n_best: int = 1,
-        tokens_per_batch: int = 2048,
+        tokens_per_batch: int = TOKENS_PER_BATCH,
         progress=None,
     ) -> Translations:
         """Every line translated (``.best``: the best per line; ``.hypotheses[i]``: its ``n_best``, with

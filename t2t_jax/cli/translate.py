@@ -21,7 +21,9 @@ def build_parser():
     parser.add_argument("--nbest", type=int, default=1, help="hypotheses per line (tab-separated with scores)")
     parser.add_argument("--input", help="input file (default: stdin)")
     parser.add_argument("--output", help="output file (default: stdout)")
-    parser.add_argument("--tokens-per-batch", type=int, default=2048)
+    parser.add_argument(
+        "--tokens-per-batch", type=int, help="padded source tokens per batch (default: TOKENS_PER_BATCH, 512)"
+    )
     return parser
 
 
@@ -31,11 +33,11 @@ def main(argv=None):
     quiet_libraries()
     use_compilation_cache(args.workdir)
     from t2t_jax.decode.decoder import check_beam
-    from t2t_jax.decode.translate import load_for_inference, translate_texts
+    from t2t_jax.decode.translate import TOKENS_PER_BATCH, load_for_inference, translate_texts
     from t2t_jax.progress import Meter
 
     check_beam(args.beam, args.nbest)  # before loading anything
-    if args.tokens_per_batch < 1:
+    if args.tokens_per_batch is not None and args.tokens_per_batch < 1:
         fail(f"--tokens-per-batch {args.tokens_per_batch}: need at least 1")
     if args.output:
         check_writable(args.output)  # before decoding, not after: the translations would be lost
@@ -50,7 +52,7 @@ def main(argv=None):
         beam=args.beam,
         alpha=args.alpha,
         nbest=args.nbest,
-        tokens_per_batch=args.tokens_per_batch,
+        tokens_per_batch=args.tokens_per_batch or TOKENS_PER_BATCH,
         log=lambda m: print(m, file=sys.stderr),
         progress=meter,
     )
