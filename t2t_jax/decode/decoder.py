@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
-import os
 import threading
 
 import jax
@@ -116,29 +115,32 @@ def translate_uncached(params, inputs, *, cfg: ModelConfig, beam: int = 1, alpha
     return beam_search(step, batch, beam, alpha, max_lengths, max_len, cfg.eos_id, cfg.pad_id, nbest=nbest)
 
 
-_COMPILED: dict = {}  # (rows, length, cfg, beam, alpha, nbest) -> compiled translate_ids
+_COMPILED: dict = {}  # (rows, length, cfg, beam, alpha, nbest, params placement) -> Future of the compiled program
 _COMPILING = threading.Lock()
+_POOL: list = []  # the compile threads, created on first use
 
 
-def compiled_decoder(params, rows: int, length: int, *, cfg: ModelConfig, beam: int, alpha: float, nbest: int):
-    """``translate_ids`` compiled for [rows, length] inputs, kept for the process (a later call, e.g. the next
-    dev-BLEU evaluation, reuses it; the persistent compilation cache serves a later process)."""
-    key = (rows, length, cfg, beam, alpha, nbest)
+def _compile(params, rows: int, length: int, cfg: ModelConfig, beam: int, alpha: float, nbest: int):
+    inputs = jax.ShapeDtypeStruct((rows, length), jnp.int32)
+    return translate_ids.lower(params, inputs, cfg=cfg, beam=beam, alpha=alpha, nbest=nbest).compile()
+
+
+def compile_ahead(params, shapes, *, cfg: ModelConfig, beam: int, alpha: float, nbest: int) -> dict:
+    """{(rows, length): Future of ``translate_ids`` compiled for [rows, length] inputs} for every shape a run
+    will decode, compiled on two threads (XLA compiles a program on one core) while the first batches already
+    decode: a cold start waits for the first shape's compilation, not for all of them in turn. Compiled
+    decoders are kept for the process (the next dev-BLEU evaluation reuses them; a request for a shape being
+    compiled waits for that compilation); the persistent compilation cache serves a later process."""
+    futures = {}
+    leaves, tree = jax.tree_util.tree_flatten(params)  # a program is compiled for its params' placement too
+    placement = (tree, tuple(getattr(leaf, "sharding", None) for leaf in leaves))
     with _COMPILING:
-        compiled = _COMPILED.get(key)
-    if compiled is None:
-        inputs = jax.ShapeDtypeStruct((rows, length), jnp.int32)
-        compiled = translate_ids.lower(params, inputs, cfg=cfg, beam=beam, alpha=alpha, nbest=nbest).compile()
-        with _COMPILING:
-            _COMPILED[key] = compiled
-    return compiled
-
-
-def compile_ahead(params, shapes, **kwargs) -> dict:
-    """{(rows, length): Future of compiled_decoder} for every shape a run will decode, compiled on up to two
-    threads at once (XLA compiles a program on one core) while the first batches already decode: a cold
-    start waits for the first shape's compilation, not for all of them in turn."""
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(min(2, os.cpu_count() or 1), 1))
-    futures = {shape: pool.submit(compiled_decoder, params, *shape, **kwargs) for shape in dict.fromkeys(shapes)}
-    pool.shutdown(wait=False)
+        if not _POOL:
+            _POOL.append(concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="t2t-compile"))
+        for shape in dict.fromkeys(shapes):
+            key = (*shape, cfg, beam, alpha, nbest, placement)
+            known = _COMPILED.get(key)
+            if known is None or (known.done() and known.exception() is not None):  # a failure is retried
+                _COMPILED[key] = _POOL[0].submit(_compile, params, *shape, cfg, beam, alpha, nbest)
+            futures[shape] = _COMPILED[key]
     return futures
