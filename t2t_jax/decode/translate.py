@@ -19,10 +19,9 @@ from t2t_jax.model.config import ModelConfig
 from t2t_jax.special_ids import SpecialIds
 from t2t_jax.workdir import Workdir
 
-# Source tokens per batch (padded): at 512, Multi30k's test set decodes in batches of 32 sentences of <= 16
-# tokens, 16 of <= 32, ... On 2 CPU cores that was fastest at beam 4 (9.1 s against 10.4 s at 1024, 11.7 s at
-# 2048, 10.8 s at 256: fewer finished sentences computing beside the last one, matmuls still efficient) and
-# compiles the smallest programs; greedy search is within noise of 2048. Accelerators want far larger batches.
+# Source tokens per batch (padded): 32 sentences of <= 16 tokens, 16 of <= 32, ... The fastest beam-4 batch on
+# 2 CPU cores (fewer finished sentences computing beside a batch's last one; docs/decoding.md, "On real data");
+# accelerators want far larger batches (--tokens-per-batch).
 TOKENS_PER_BATCH = 512
 
 
