@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 from t2t_jax.data.sources import split_text  # noqa: E402
 from t2t_jax.decode import search  # noqa: E402
 from t2t_jax.decode.decoder import EXTRA_LENGTH, decode_length, translate_ids  # noqa: E402
-from t2t_jax.decode.translate import batch_plan, load_for_inference  # noqa: E402
+from t2t_jax.decode.translate import TOKENS_PER_BATCH, batch_plan, load_for_inference, pad_batch  # noqa: E402
 
 RECORDS = []  # (t, alive log-prob of the best alive [batch], best finished score [batch]) per beam step
 _run_loop = search.run_loop
@@ -65,7 +65,7 @@ def main():
     parser.add_argument("--checkpoint", default="averaged")
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--alpha", type=float, default=0.6)
-    parser.add_argument("--tokens-per-batch", type=int, default=2048)
+    parser.add_argument("--tokens-per-batch", type=int, default=TOKENS_PER_BATCH)
     args = parser.parse_args()
     search.run_loop = recording_run_loop
     model = load_for_inference(args.workdir, args.checkpoint)
@@ -74,9 +74,7 @@ def main():
     ids = sorted(model.tokenizer.encode_batch(sources), key=len)
     batches, totals = [], {"row_steps": 0, "needed_row_steps": 0, "padding_row_steps": 0, "hypothesis_tokens": 0}
     for start, count, rows, length in batch_plan([len(x) for x in ids], args.tokens_per_batch, cfg.max_len):
-        inputs = np.full((rows, length), cfg.pad_id, np.int32)
-        for row, x in enumerate(ids[start : start + count]):
-            inputs[row, : len(x)] = x
+        inputs = pad_batch(ids[start : start + count], rows, length, cfg.pad_id)
         RECORDS.clear()
         sequences, _ = jax.device_get(translate_ids(model.params, inputs, cfg=cfg, beam=args.beam, alpha=args.alpha))
         jax.effects_barrier()
@@ -104,6 +102,7 @@ def main():
     totals["needed_fraction"] = round(totals["needed_row_steps"] / totals["row_steps"], 3)
     totals["padding_fraction"] = round(totals["padding_row_steps"] / totals["row_steps"], 3)
     report = {"workdir": args.workdir, "checkpoint": args.checkpoint, "step": model.step, "beam": args.beam}
+    report["tokens_per_batch"] = args.tokens_per_batch
     print(json.dumps({**report, **totals, "batches": batches}, indent=2))
 
 

@@ -73,17 +73,14 @@ def real_batch(workdir, checkpoint, batch):
 
     from t2t_jax.data.pipeline import bucket_length
     from t2t_jax.data.sources import split_text
-    from t2t_jax.decode.translate import load_for_inference
+    from t2t_jax.decode.translate import load_for_inference, pad_batch
 
     model = load_for_inference(workdir, checkpoint)
     sources, _ = split_text(ml_collections.ConfigDict(model.config), "test")
     ids = sorted(model.tokenizer.encode_batch(sources), key=len)
     middle = ids[max(len(ids) // 2 - batch // 2, 0) :][:batch]
     length = bucket_length(max(map(len, middle)), model.cfg.max_len)
-    src = np.full((batch, length), model.cfg.pad_id, np.int32)
-    for row, x in enumerate(middle):
-        src[row, : len(x)] = x
-    return model.cfg, model.params, src
+    return model.cfg, model.params, pad_batch(middle, batch, length, model.cfg.pad_id)
 
 
 def main():

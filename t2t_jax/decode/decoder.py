@@ -117,7 +117,12 @@ def translate_uncached(params, inputs, *, cfg: ModelConfig, beam: int = 1, alpha
 
 _COMPILED: dict = {}  # (rows, length, cfg, beam, alpha, nbest, params placement) -> Future of the compiled program
 _COMPILING = threading.Lock()
-_POOL: list = []  # the compile threads, created on first use
+
+
+@functools.cache
+def _compile_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The compile threads, created on first use."""
+    return concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="t2t-compile")
 
 
 def _compile(params, rows: int, length: int, cfg: ModelConfig, beam: int, alpha: float, nbest: int):
@@ -135,12 +140,10 @@ def compile_ahead(params, shapes, *, cfg: ModelConfig, beam: int, alpha: float, 
     leaves, tree = jax.tree_util.tree_flatten(params)  # a program is compiled for its params' placement too
     placement = (tree, tuple(getattr(leaf, "sharding", None) for leaf in leaves))
     with _COMPILING:
-        if not _POOL:
-            _POOL.append(concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="t2t-compile"))
         for shape in dict.fromkeys(shapes):
             key = (*shape, cfg, beam, alpha, nbest, placement)
             known = _COMPILED.get(key)
             if known is None or (known.done() and known.exception() is not None):  # a failure is retried
-                _COMPILED[key] = _POOL[0].submit(_compile, params, *shape, cfg, beam, alpha, nbest)
+                _COMPILED[key] = _compile_pool().submit(_compile, params, *shape, cfg, beam, alpha, nbest)
             futures[shape] = _COMPILED[key]
     return futures

@@ -81,18 +81,27 @@ def batch_plan(lengths, tokens_per_batch: int, max_len: int):
     [tokens_per_batch // length, length], length a power-of-two bucket, each taking the longest run of
     sentences that fits one such shape. A bucket's last few sentences thus join the next bucket's batch
     (in its shape) rather than decoding alone in a batch of padding rows: padding rows compute every step."""
+
+    def rows(length: int) -> int:
+        return max(tokens_per_batch // bucket_length(length, max_len), 1)
+
     plan, start = [], 0
     while start < len(lengths):
         count = 1
-        while start + count < len(lengths):
-            length = bucket_length(lengths[start + count], max_len)
-            if count + 1 > max(tokens_per_batch // length, 1):
-                break
+        while start + count < len(lengths) and count + 1 <= rows(lengths[start + count]):
             count += 1
-        length = bucket_length(lengths[start + count - 1], max_len)
-        plan.append((start, count, max(tokens_per_batch // length, 1), length))
+        longest = lengths[start + count - 1]
+        plan.append((start, count, rows(longest), bucket_length(longest, max_len)))
         start += count
     return plan
+
+
+def pad_batch(sequences, rows: int, length: int, pad_id: int) -> np.ndarray:
+    """[rows, length] int32 ids: ``sequences`` (each at most ``length`` long) in the first rows, pad after."""
+    batch = np.full((rows, length), pad_id, np.int32)
+    for row, ids in enumerate(sequences):
+        batch[row, : len(ids)] = ids
+    return batch
 
 
 def translate_texts(
@@ -127,9 +136,7 @@ def translate_texts(
     )
     for start, count, rows, length in plan:
         chosen = todo[start : start + count]
-        batch = np.full((rows, length), cfg.pad_id, np.int32)
-        for row, i in enumerate(chosen):
-            batch[row, : len(ids[i])] = ids[i]
+        batch = pad_batch([ids[i] for i in chosen], rows, length, cfg.pad_id)
         began = time.perf_counter()
         sequences, scores = jax.device_get(decoders[rows, length].result()(params, batch))
         stats.seconds += time.perf_counter() - began
