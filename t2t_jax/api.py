@@ -30,14 +30,15 @@ def train_and_evaluate(config, workdir: str, *, final: bool = True, log=print) -
     (resuming from ``workdir``'s checkpoints), then — if the run ended normally and ``final`` — average the
     last ``final.average_last`` checkpoints and evaluate ``final.splits``."""
     from t2t_jax.data.sources import check_splits
-    from t2t_jax.train.finish import final_splits, finish
+    from t2t_jax.train.finish import choices, final_splits, finish
     from t2t_jax.train.loop import train as train_loop
 
     check_splits(config, ["train", "validation", *final_splits(config)])  # now, not after the training
+    choices(config)  # a typo in final.select_on / *_choices fails now too
     summary = dict(train_loop(config, str(workdir), printer=log))
     state = summary.pop("state")
     reports = {}
-    wants_final = config.final.average_last > 1 or final_splits(config)
+    wants_final = config.final.average_last > 1 or final_splits(config) or config.final.select_on
     if final and summary["stopped"] in ("steps", "budget") and wants_final:
         reports = finish(config, workdir, log=log)
     return TrainingRun(str(workdir), summary, reports, state)

@@ -61,7 +61,7 @@ def test_main_job_command_train_average_evaluate_translate_export(tmp_path):
         "--config.checkpoint.every_steps=10",
     )
     assert "[#" in out and "ETA" in out and "dev BLEU" in out  # progress bar line, dev BLEU during training
-    assert "averaged the checkpoints of steps [10, 20, 30]" in out and "final test" in out
+    assert "select: chose" in out and "final test" in out
     # Artefacts of the one command: resolved config, summary, curves, events, averaged params, report.
     config = json.loads((workdir / "config.json").read_text())
     assert config["train"]["steps"] == 30 and config["model"]["d_model"] == 256
@@ -77,12 +77,41 @@ def test_main_job_command_train_average_evaluate_translate_export(tmp_path):
     assert tags["train/loss"] == [10, 20, 30] and tags["dev/nll"] == [10, 20, 30] and tags["dev/bleu"] == [20]
     assert any(tag.startswith("dev/samples") for tag in tags)
     final = json.loads((workdir / "final.json").read_text())
-    report = json.loads((workdir / "eval" / "test.averaged.json").read_text())
-    assert final["averaged_steps"] == [10, 20, 30] and final["reports"]["test"] == report
+    # Chosen on val among the config's 1,3,5,8 checkpoints (3 exist: 1 or 3) x alpha 0.6,1.0, by beam-4 BLEU.
+    selection = final["selection"]
+    candidates = {(c["average_last"], c["alpha"]): c for c in selection["candidates"]}
+    assert sorted(candidates) == [(1, 0.6), (1, 1.0), (3, 0.6), (3, 1.0)] and candidates[(3, 0.6)]["steps"] == [
+        10,
+        20,
+        30,
+    ]
+    chosen = selection["chosen"]
+    assert chosen["bleu"] == max(c["bleu"] for c in candidates.values()) and final["alpha"] == chosen["alpha"]
+    checkpoint = "averaged" if chosen["average_last"] == 3 else "latest"
+    assert final["checkpoint"] == checkpoint and final["averaged_steps"] == (
+        chosen["steps"] if checkpoint == "averaged" else None
+    )
+    # the chosen candidate's val score, recomputed by the evaluate command from the checkpoint the run kept
+    alpha = str(chosen["alpha"])
+    run(
+        "t2t_jax.evaluate",
+        "--workdir",
+        str(workdir),
+        "--checkpoint",
+        checkpoint,
+        "--split",
+        "validation",
+        "--alpha",
+        alpha,
+    )
+    again = json.loads((workdir / "eval" / f"validation.{checkpoint}.json").read_text())
+    assert again["sacrebleu"]["score"] == pytest.approx(chosen["bleu"], abs=1e-9)
+    report = json.loads((workdir / "eval" / f"test.{checkpoint}.json").read_text())
+    assert final["reports"]["test"] == report and report["alpha"] == chosen["alpha"]
     assert report["sentences"] == 30 and report["beam"] == 4 and 0 <= report["sacrebleu"]["score"] <= 100
     assert report["sacrebleu"]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
-    assert len((workdir / "eval" / "test.averaged.hyp").read_text(encoding="utf-8").splitlines()) == 30
-    assert "sacreBLEU" in (workdir / "eval" / "test.averaged.md").read_text()
+    assert len((workdir / "eval" / f"test.{checkpoint}.hyp").read_text(encoding="utf-8").splitlines()) == 30
+    assert "sacreBLEU" in (workdir / "eval" / f"test.{checkpoint}.md").read_text()
     # translate and export the averaged checkpoint.
     source = tmp_path / "in.en"
     source.write_text("A man is riding a bike.\n\nTwo dogs play in the snow.\n", encoding="utf-8")

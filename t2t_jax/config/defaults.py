@@ -22,6 +22,7 @@ def default_config() -> ml_collections.ConfigDict:
     c.optimizer.schedule = "constant*linear_warmup*rsqrt_decay*rsqrt_hidden_size"  # §5.3
     c.optimizer.constant = 1.0
     c.optimizer.warmup_steps = 4000
+    c.optimizer.cooldown_fraction = 0.0  # for a schedule ending in *linear_cooldown: last part of train.steps
     c.optimizer.b1 = 0.9
     c.optimizer.b2 = 0.98
     c.optimizer.eps = 1e-9
@@ -49,6 +50,9 @@ def default_config() -> ml_collections.ConfigDict:
     c.final.splits = ""  # comma-separated splits to decode and score at the end, e.g. "test"
     c.final.beam = 4  # §6.1: beam 4, alpha 0.6
     c.final.alpha = 0.6
+    c.final.select_on = ""  # "validation": choose the two below by dev sacreBLEU before decoding final.splits
+    c.final.average_choices = ""  # e.g. "1,3,5,8": checkpoint counts to average (empty = final.average_last)
+    c.final.alpha_choices = ""  # e.g. "0.6,1.0": length-penalty alphas (empty = final.alpha)
 
     c.checkpoint = ml_collections.ConfigDict()
     c.checkpoint.every_steps = 1000

@@ -43,6 +43,7 @@ NOT_NEGATIVE = (
     "final.average_last",
     "final.alpha",
     "optimizer.warmup_steps",
+    "optimizer.cooldown_fraction",
     "optimizer.clip_norm",
     "optimizer.weight_decay",
     "optimizer.constant",

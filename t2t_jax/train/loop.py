@@ -87,7 +87,7 @@ def train(config, workdir: str, printer=print) -> dict:
     check_workdir(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     cfg = model_config(config)
-    tx, schedule = make_optimizer(config.optimizer, cfg)
+    tx, schedule = make_optimizer(config.optimizer, cfg, config.train.steps)
     check_checkpoint_space(workdir, jax.eval_shape(lambda: create_state(cfg, tx, config.train.seed)))
     launcher = make_launcher(
         config.parallel.launcher,

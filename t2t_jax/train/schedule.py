@@ -4,6 +4,12 @@
 ``constant*linear_warmup*rsqrt_decay*rsqrt_hidden_size`` with constant 1, w 4000;
 T2T's preset is the same string with constant 2, w 8000.  ``s`` is the optax
 update count + 1 so the first update does not have learning rate 0.
+
+``*linear_cooldown`` appended takes the rate linearly to 0 over the last
+``cooldown_fraction`` of ``total_steps`` (train.steps): a short run then ends at a
+low rate instead of rsqrt's still-high one, which checkpoint averaging only
+partly makes up for (a fixed-budget run knows its last step; T2T's
+``linear_decay`` factor does the same).
 """
 
 from __future__ import annotations
@@ -13,24 +19,40 @@ import jax.numpy as jnp
 from t2t_jax.errors import ConfigError
 
 
-def _factors(constant: float, warmup_steps: int, d_model: int):
+def _factors(constant: float, warmup_steps: int, d_model: int, cooldown_fraction: float, total_steps: int):
+    cooldown_steps = max(round(cooldown_fraction * total_steps), 1)
     return {
         "constant": lambda s: jnp.float32(constant),
         "linear_warmup": lambda s: jnp.minimum(1.0, s / warmup_steps),
         "rsqrt_decay": lambda s: jnp.reciprocal(jnp.sqrt(jnp.maximum(s, warmup_steps))),
         "rsqrt_hidden_size": lambda s: jnp.float32(d_model) ** -0.5,
+        # update s (1-based) of total_steps: 1 until the last cooldown_steps, then (total - s + 1) / cooldown
+        "linear_cooldown": lambda s: jnp.clip((total_steps - s + 1.0) / cooldown_steps, 0.0, 1.0),
     }
 
 
-def make_schedule(spec: str, *, constant: float, warmup_steps: int, d_model: int):
+def make_schedule(
+    spec: str,
+    *,
+    constant: float,
+    warmup_steps: int,
+    d_model: int,
+    cooldown_fraction: float = 0.0,
+    total_steps: int = 0,
+):
     """A function optax-count -> learning rate for ``spec`` (factor names joined by '*')."""
     if warmup_steps <= 0:
         raise ConfigError(f"optimizer.warmup_steps = {warmup_steps}: must be positive")
-    available = _factors(constant, warmup_steps, d_model)
+    available = _factors(constant, warmup_steps, d_model, cooldown_fraction, total_steps)
     names = [name.strip() for name in spec.split("*")]
     unknown = [name for name in names if name not in available]
     if unknown:
         raise ConfigError(f"optimizer.schedule: unknown factor(s) {unknown}; known: {sorted(available)}")
+    if "linear_cooldown" in names and not (0 < cooldown_fraction <= 1 and total_steps > 0):
+        raise ConfigError(
+            f"optimizer.cooldown_fraction = {cooldown_fraction}: linear_cooldown needs a fraction in (0, 1] of "
+            f"train.steps ({total_steps}) to cool down over"
+        )
     chosen = [available[name] for name in names]
 
     def schedule(count):

@@ -21,13 +21,16 @@ class TrainState:
     rng: jnp.ndarray  # base key; dropout of step s uses fold_in(rng, s)
 
 
-def make_optimizer(opt_config, model_config: ModelConfig):
-    """Adam(β1, β2, ε) scaled by the named-factor schedule; optional clipping / weight decay."""
+def make_optimizer(opt_config, model_config: ModelConfig, total_steps: int = 0):
+    """Adam(β1, β2, ε) scaled by the named-factor schedule; optional clipping / weight decay.
+    ``total_steps`` (train.steps) is where a ``linear_cooldown`` schedule reaches 0."""
     schedule = make_schedule(
         opt_config.schedule,
         constant=opt_config.constant,
         warmup_steps=opt_config.warmup_steps,
         d_model=model_config.d_model,
+        cooldown_fraction=opt_config.cooldown_fraction,
+        total_steps=total_steps,
     )
     parts = []
     if opt_config.clip_norm > 0:
