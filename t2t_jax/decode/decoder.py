@@ -12,6 +12,7 @@ import jax.numpy as jnp
 from t2t_jax.decode.search import beam_search, greedy_search
 from t2t_jax.errors import ConfigError
 from t2t_jax.model import Transformer, decode_cache
+from t2t_jax.model.attention import MultiHeadAttention
 from t2t_jax.model.config import ModelConfig
 from t2t_jax.model.decode_cache import SearchCache
 
@@ -56,6 +57,22 @@ def _cached_step(model, params, encoded, input_segments, first_length, beam):
     return step, decode_cache.reorder, lambda cache, length: decode_cache.grow(cache, length, beam)
 
 
+def _first_cache(step, params, encoded, cfg: ModelConfig, rows: int):
+    """The cache step 0 would create, built without a decoder step: zero buffers of the shapes step 0
+    makes (traced, not run), each layer's cross-attention keys/values projected by its own module. Step 0
+    then runs inside the search loop, and a compiled decoder holds one copy of the step fewer per program
+    (compilation is most of a cold start; bench/decode_engines.py)."""
+    shapes = jax.eval_shape(lambda: step(None, jnp.full((rows,), cfg.pad_id, jnp.int32), 0)[1])
+    cross = {}
+    for path in decode_cache.cross_modules(shapes):
+        module_params = functools.reduce(lambda tree, name: tree[name], path, params)
+        _, mutated = MultiHeadAttention(cfg, kind="cross").apply(
+            {"params": module_params}, None, encoded, None, None, decode="cross_cache", mutable=["cache"]
+        )
+        cross[path] = mutated["cache"]
+    return decode_cache.start(shapes, cross)
+
+
 @functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest"))
 def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: float = 0.6, nbest: int = 1):
     """Token ids [batch, beam, L] best first and their scores [batch, beam]; beam 1 is greedy search
@@ -67,9 +84,10 @@ def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: flo
     batch = inputs.shape[0]
     phases = decode_cache.phases(cfg, batch, beam, max_len)
     step, reorder, grow = _cached_step(model, params, encoded, segments, phases[0], beam)
+    first = _first_cache(step, params, encoded, cfg, batch * beam)
     if beam == 1:
         tokens, score = greedy_search(
-            step, batch, max_lengths, max_len, cfg.eos_id, cfg.pad_id, phases=phases, grow_fn=grow
+            step, batch, max_lengths, max_len, cfg.eos_id, cfg.pad_id, phases=phases, grow_fn=grow, first_cache=first
         )
         return tokens[:, None], score[:, None]
     return beam_search(
@@ -85,6 +103,7 @@ def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: flo
         reorder_fn=reorder,
         phases=phases,
         grow_fn=grow,
+        first_cache=first,
     )
 
 

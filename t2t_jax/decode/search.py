@@ -2,7 +2,9 @@
 
 ``step_fn(cache, tokens [rows], index) -> (logits [rows, vocab], cache)``; ``cache`` is
 None on the first call (which creates it), so step 0 runs before the loop and the
-loop carries a cache of fixed structure.  Sequences hold generated tokens only
+loop carries a cache of fixed structure — unless the search is given ``first_cache``,
+the cache step 0 would find: then step 0 is the loop's first iteration and the
+program holds one copy of the step fewer to compile.  Sequences hold generated tokens only
 (the start token is implicit); ``max_lengths`` [batch] caps each sentence
 (source length + 50 in §6.1).
 
@@ -51,11 +53,28 @@ def length_penalty(length, alpha: float):
     return ((5.0 + jnp.asarray(length, jnp.float32)) / 6.0) ** alpha
 
 
+def _start(step_fn, advance, state, first_tokens, first_cache) -> LoopCarry:
+    """The loop's first carry: after step 0 run here (``first_cache`` None: the step creates the cache),
+    or before step 0, which the loop then runs."""
+    if first_cache is None:
+        logits, cache = step_fn(None, first_tokens, 0)
+        return advance(state, cache, logits)
+    return LoopCarry(state, first_cache, first_tokens)
+
+
 def greedy_search(
-    step_fn, batch: int, max_lengths, max_len: int, eos_id: int, start_id: int = 0, phases=None, grow_fn=None
+    step_fn,
+    batch: int,
+    max_lengths,
+    max_len: int,
+    eos_id: int,
+    start_id: int = 0,
+    phases=None,
+    grow_fn=None,
+    first_cache=None,
 ):
     """(tokens [batch, max_len], summed log-probs [batch]); positions after EOS hold ``start_id`` (= pad).
-    ``phases`` / ``grow_fn``: see ``run_loop``."""
+    ``phases`` / ``grow_fn``: see ``run_loop``; ``first_cache``: see the module docstring."""
 
     def advance(state: GreedyState, cache, logits) -> LoopCarry:
         logp, choice = log_softmax_top_k(logits.astype(jnp.float32)[:, None], jnp.zeros((batch, 1)), 1)
@@ -67,8 +86,7 @@ def greedy_search(
 
     empty = jnp.full((batch, max_len), start_id, jnp.int32)
     state = GreedyState(0, empty, jnp.zeros((batch,), bool), jnp.zeros((batch,)))
-    logits, cache = step_fn(None, jnp.full((batch,), start_id, jnp.int32), 0)
-    carry = advance(state, cache, logits)
+    carry = _start(step_fn, advance, state, jnp.full((batch,), start_id, jnp.int32), first_cache)
 
     def cond(carry: LoopCarry):
         return (carry.state.t < max_len) & ~jnp.all(carry.state.finished)
@@ -109,13 +127,14 @@ def beam_search(
     reorder_fn=gather_rows,
     phases=None,
     grow_fn=None,
+    first_cache=None,
 ):
     """(sequences [batch, beam, max_len], scores [batch, beam]) best first; rows of step_fn are batch*beam.
 
     ``reorder_fn(cache, source_beams [batch, beam])`` makes the cache follow the surviving hypotheses.
     Stops once no alive hypothesis can beat the ``nbest``-th finished one (nbest=1: the best, §6.1); the
     first ``nbest`` rows are then exact, later rows are whatever finished before the stop.
-    ``phases`` / ``grow_fn``: see ``run_loop``."""
+    ``phases`` / ``grow_fn``: see ``run_loop``; ``first_cache``: see the module docstring."""
     vocab_rows = batch * beam
 
     def advance(state: BeamState, cache, logits) -> LoopCarry:
@@ -145,8 +164,7 @@ def beam_search(
     first_alive = jnp.where(jnp.arange(beam) == 0, 0.0, NEG_INF)  # one live beam at t=0: no duplicates
     empty = jnp.full((batch, beam, max_len), start_id, jnp.int32)  # positions after EOS keep start_id (= pad)
     state = BeamState(0, empty, jnp.tile(first_alive, (batch, 1)), empty, jnp.full((batch, beam), NEG_INF))
-    logits, cache = step_fn(None, jnp.full((vocab_rows,), start_id, jnp.int32), 0)
-    carry = advance(state, cache, logits)
+    carry = _start(step_fn, advance, state, jnp.full((vocab_rows,), start_id, jnp.int32), first_cache)
 
     def cond(carry: LoopCarry):
         state = carry.state

@@ -33,7 +33,8 @@ class MultiHeadAttention(nn.Module):
     @nn.compact
     def __call__(self, inputs_q, inputs_kv, bias, rows, decode: str | None = None, step: DecodeStep | None = None):
         """``decode``: None (training / teacher forcing), "self" (write this step's key/value into the
-        fixed-size cache at ``step.index``) or "cross" (encoder keys/values projected once, then reused).
+        fixed-size cache at ``step.index``), "cross" (encoder keys/values projected once, then reused) or
+        "cross_cache" (only that projection into the cache: no query, returns None).
         When decoding, rows are [batch * step.beam] and ``inputs_kv`` of "cross" is [batch, ...]."""
         cfg = self.config
         h, dk, dv, kv = cfg.num_heads, cfg.head_dim_k, cfg.head_dim_v, cfg.key_value_heads
@@ -47,6 +48,9 @@ class MultiHeadAttention(nn.Module):
         value_proj = Projection(
             "btd,dhk->bthk", (cfg.d_model, kv, dv), to_heads, cfg.dtype, cfg.attention_bias, name="value"
         )
+        if decode == "cross_cache":  # only project the encoder keys/values into the cache (decode_cache.start)
+            decode_cache.read_cross(self, key_proj, value_proj, inputs_kv)
+            return None
         if decode == "self":  # a step has few rows: one product with [W_q | W_k | W_v] instead of three
             query, key, value = project_together(inputs_q, (query_proj, key_proj, value_proj), cfg.dtype)
         else:

@@ -70,6 +70,32 @@ def step_of(cache: SearchCache | None, index, beam: int, batch: int, first_lengt
     return DecodeStep(index, length, beam, ancestry)
 
 
+def start(shapes: SearchCache, cross: dict) -> SearchCache:
+    """The cache as step 0 finds it when step 0 runs inside the search loop: ``shapes`` is the structure
+    step 0 would create (jax.eval_shape of it); self-attention buffers and ancestry are zero (step 0 writes
+    position 0 itself), cross-attention entries come from ``cross`` {module path: {CROSS_KEY, CROSS_VALUE}}."""
+
+    def fill(path, leaf):
+        names = tuple(getattr(p, "key", None) for p in path)
+        if names[-1] in (CROSS_KEY, CROSS_VALUE):
+            return cross[names[:-1]][names[-1]]
+        return jnp.zeros(leaf.shape, leaf.dtype)
+
+    model = jax.tree_util.tree_map_with_path(fill, shapes.model)
+    ancestry = None if shapes.ancestry is None else jnp.zeros(shapes.ancestry.shape, shapes.ancestry.dtype)
+    return SearchCache(model, ancestry)
+
+
+def cross_modules(shapes: SearchCache) -> list[tuple]:
+    """The module paths (tuples of names) whose cache holds cross-attention keys/values."""
+    paths = []
+    for path, _ in jax.tree_util.tree_leaves_with_path(shapes.model):
+        names = tuple(getattr(p, "key", None) for p in path)
+        if names[-1] == CROSS_KEY:
+            paths.append(names[:-1])
+    return paths
+
+
 def reorder(cache: SearchCache, source_beams) -> SearchCache:
     """Hypothesis k now continues ``source_beams`` [batch, beam][:, k]: it inherits that one's ancestry."""
     if cache.ancestry is None:  # beam 1: one hypothesis per sentence, nothing to follow
