@@ -1,9 +1,14 @@
-"""``python -m t2t_jax.ablate --rows A,B,E --steps N --workdir DIR [--base-config multi30k]
-[--config.a.b=v ...]``: Table 3 at a budget you choose.
+"""``python -m t2t_jax.ablate --rows A,B,E --steps N --workdir DIR [--table multi30k|paper] [--base-seeds 2]
+[--config.a.b=v ...]``: Table 3 at a budget you choose, resumable.
 
-Every selected row (a letter picks all its rows; ``base`` is always included) is trained from the same
-base config, seed, data and step budget, then scored on the dev split: perplexity per wordpiece and
-sacreBLEU. A markdown table with the paper's own figures beside ours goes to DIR/table3.md (+ .json).
+Every selected row (a letter picks all its rows, ``all`` every row; ``base`` is always included, once per
+base seed) is trained from the same base config, seed, data and step budget, then scored on the dev
+split: perplexity per wordpiece and greedy sacreBLEU. ``--table multi30k`` (the default) is the CPU-sized
+table of configs/table3.py's MULTI30K_ROWS on configs/multi30k.py; ``--table paper`` is the paper's rows
+on configs/base.py. DIR/table3.md (+ .json, + table3.png) is rewritten after every row.
+
+Run the same command again to resume: a finished row (DIR/<row>/row.json) is skipped, a row cut short
+resumes from its last checkpoint, and a row trained with other settings is refused rather than mixed in.
 """
 
 from __future__ import annotations
@@ -18,110 +23,138 @@ from t2t_jax.cli.common import command, quiet_libraries
 from t2t_jax.config import load_config
 from t2t_jax.errors import ConfigError
 
+ROW_FILE = "row.json"  # DIR/<row>/row.json: a finished row's settings and result
+
 
 def select_rows(spec: str, rows: dict) -> list[str]:
     chosen = ["base"]
     for item in spec.split(","):
-        matches = [r for r in rows if r == item or r.split("_")[0] == item]
+        matches = [r for r in rows if item == "all" or r == item or r.split("_")[0] == item]
         if not matches:
             raise ConfigError(f"--rows: {item!r} matches no Table 3 row; rows: {', '.join(rows)}")
         chosen += [m for m in matches if m not in chosen]
     return chosen
 
 
-def row_overrides(row: str, rows: dict) -> list[str]:
-    if rows[row] is None:
-        raise ConfigError(f"row {row!r} is a whole model (configs/big.py), not a delta; leave it out")
-    return [f"--config.{key}={value}" for key, value in rows[row].items()]
+def row_overrides(delta: dict) -> list[str]:
+    return [f"--config.{key}={value}" for key, value in delta.items()]
 
 
-def run_row(row, base_config, overrides, steps, workdir, bleu_sentences, say, changes="-", position=""):
-    """Train one row; its progress lines go to ``say`` prefixed with the row and ``position`` ("2/5")."""
+def row_settings(overrides, steps, bleu_sentences) -> list[str]:
+    """Everything a row's run is trained with beyond the base config: the row's own overrides, then the
+    budget (a step count; no time budget, which would cut rows at different steps) and the dev scoring."""
+    return overrides + [
+        f"--config.train.steps={steps}",
+        "--config.train.max_minutes=0",
+        f"--config.train.eval_every={steps}",
+        f"--config.train.bleu_every={steps}",
+        f"--config.train.bleu_sentences={bleu_sentences}",
+        "--config.train.bleu_beam=1",
+    ]
+
+
+def run_row(row, base_config, overrides, workdir, say, changes="-", position="", paper_row=None):
+    """Train one row (``overrides`` from row_settings) or take its finished result; returns the result.
+    Progress lines go to ``say`` prefixed with the row and ``position`` ("2/5")."""
+    from t2t_jax.train.history import read_history
     from t2t_jax.train.loop import train
 
-    config = load_config(
-        base_config,
-        overrides
-        + [
-            f"--config.train.steps={steps}",
-            f"--config.train.eval_every={steps}",
-            f"--config.train.bleu_every={steps}",
-            f"--config.train.bleu_sentences={bleu_sentences}",
-            "--config.train.bleu_beam=1",
-        ],
-    )
+    workdir = pathlib.Path(workdir)
+    settings = {"base_config": base_config, "overrides": overrides}
+    done = workdir / ROW_FILE
+    if done.exists():
+        record = json.loads(done.read_text())
+        if record["settings"] != settings:
+            raise ConfigError(
+                f"{done}: row {row!r} was trained with {record['settings']}, not {settings}; give a new --workdir "
+                f"(or delete {workdir}) to train it again"
+            )
+        say(f"[{row} {position}] done before: {record['result']}", flush=True)
+        return record["result"]
     tag = f"[{row} {position}] " if position else f"[{row}] "
+    config = load_config(base_config, overrides)
     summary = train(config, str(workdir), printer=lambda message, **kw: say(tag + str(message), **kw))
-    final = summary["final_eval"]
-    speeds = [h["tokens_per_s"] for h in summary["history"] if h["split"] == "train"][1:]  # skip compile
+    if summary["stopped"] != "steps":
+        raise ConfigError(
+            f"row {row!r} stopped ({summary['stopped']}) at step {summary['steps']}; run the same "
+            f"command again to resume it from its last checkpoint"
+        )
+    history = read_history(workdir)  # the whole run's (a resumed run's summary holds its last segment only)
+    final = next((h for h in history if h["split"] == "eval" and h["step"] == config.train.steps), None)
+    if final is None:
+        raise ConfigError(
+            f"row {row!r}: {workdir} holds no dev evaluation at step {config.train.steps} (the run was stopped "
+            f"between its last checkpoint and its evaluation); delete {workdir} to train the row again"
+        )
+    speeds = [h["tokens_per_s"] for h in history if h["split"] == "train"][1:]  # skip compile
     result = {
         "row": row,
         "changes": changes,
+        "paper_row": paper_row,
+        "steps": summary["steps"],
         "params_m": summary["params"] / 1e6,
         "dev_ppl": math.exp(final["nll"]),
         "dev_bleu": final.get("bleu"),
         "tokens_per_s": sum(speeds) / len(speeds) if speeds else None,
     }
+    done.write_text(json.dumps({"settings": settings, "result": result}, indent=2))
     say(f"{row}: {result}", flush=True)
     return result
 
 
-def markdown(results, paper, command) -> str:
-    lines = [
-        f"Command: `{command}`",
-        "",
-        "| row | changes | params (M) | dev PPL | dev BLEU | tokens/s | paper PPL | paper BLEU | paper params |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in results:
-        p_ppl, p_bleu, p_params = paper.get(r["row"], (None, None, None))
-        fmt = lambda x, f: "-" if x is None else format(x, f)  # noqa: E731
-        lines.append(
-            f"| {r['row']} | {r['changes']} | {r['params_m']:.2f} | {r['dev_ppl']:.2f} | "
-            f"{fmt(r['dev_bleu'], '.2f')} | {fmt(r['tokens_per_s'], ',.0f')} | {fmt(p_ppl, '.2f')} | "
-            f"{fmt(p_bleu, '.1f')} | {fmt(p_params, 'd')} |"
-        )
-    return "\n".join(lines) + "\n"
+def write_table(workdir: pathlib.Path, results, paper, command_line, note) -> None:
+    from t2t_jax.evaluate.ablation_table import chart_png, markdown
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "table3.md").write_text(markdown(results, paper, command_line, note))
+    (workdir / "table3.json").write_text(json.dumps(results, indent=2))
+    (workdir / "table3.png").write_bytes(chart_png(results, paper))
 
 
 @command
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="t2t-ablate", description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", required=True, help="e.g. A,B,E or A_h1,E_learned")
+    parser.add_argument("--rows", required=True, help="e.g. A,B,E or A_h1,E_learned or all")
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--workdir", required=True)
-    parser.add_argument("--base-config", default="multi30k", help="a packaged config name or a config file")
-    parser.add_argument("--bleu-sentences", type=int, default=200)
+    parser.add_argument("--table", default="multi30k", choices=("multi30k", "paper"))
+    parser.add_argument("--base-config", help="a packaged config name or a config file (default: the table's)")
+    parser.add_argument("--base-seeds", type=int, default=2, help="the base row is trained with this many seeds")
+    parser.add_argument("--bleu-sentences", type=int, default=0, help="dev sentences for BLEU (0 = all)")
     args, rest = parser.parse_known_args(argv)
     quiet_libraries()
-    table = vars(configs.module("table3"))
+    table3 = configs.module("table3")
+    base_module, rows = table3.TABLES[args.table]
+    base_config = args.base_config or base_module.__name__.rsplit(".", 1)[-1]
     base_overrides = [a for a in rest if a.startswith("--config.")]
     if len(base_overrides) != len(rest):
         parser.error(f"unrecognized arguments: {[a for a in rest if not a.startswith('--config.')]}")
+    if args.base_seeds < 1:
+        parser.error("--base-seeds: at least 1")
+    seed = load_config(base_config, base_overrides).train.seed
+    plan = []  # (row name, overrides, changes, paper row)
+    for row in select_rows(args.rows, rows):
+        delta, paper_row = rows[row]
+        changes = " ".join(o.removeprefix("--config.") for o in row_overrides(delta)) or "-"
+        plan.append((row, row_overrides(delta), changes, paper_row))
+        if row == "base":
+            for extra in range(1, args.base_seeds):
+                plan.append(
+                    (f"base_seed{extra}", [f"--config.train.seed={seed + extra}"], f"train.seed={seed + extra}", "base")
+                )
     workdir = pathlib.Path(args.workdir)
-    rows = select_rows(args.rows, table["ROWS"])
-    results = []
-    for number, row in enumerate(rows, 1):
-        delta = row_overrides(row, table["ROWS"])
-        changes = " ".join(o.removeprefix("--config.") for o in delta) or "-"
-        results.append(
-            run_row(
-                row,
-                args.base_config,
-                base_overrides + delta,
-                args.steps,
-                workdir / row,
-                args.bleu_sentences,
-                print,
-                changes,
-                position=f"{number}/{len(rows)}",
-            )
-        )
     command_line = "python -m t2t_jax.ablate " + " ".join(argv)  # argv: the arguments (command() passes them)
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "table3.md").write_text(markdown(results, table["PAPER"], command_line))
-    (workdir / "table3.json").write_text(json.dumps(results, indent=2))
-    print(f"wrote {workdir / 'table3.md'}")
+    note = f"Base config: {base_config}; {args.steps} steps per row; dev BLEU greedy on " + (
+        f"the first {args.bleu_sentences} dev sentences" if args.bleu_sentences else "the whole dev split"
+    )
+    results = []
+    for number, (row, delta, changes, paper_row) in enumerate(plan, 1):
+        overrides = row_settings(base_overrides + delta, args.steps, args.bleu_sentences)
+        results.append(
+            run_row(row, base_config, overrides, workdir / row, print, changes, f"{number}/{len(plan)}", paper_row)
+        )
+        write_table(workdir, results, table3.PAPER, command_line, note)
+    print(f"wrote {workdir / 'table3.md'} and {workdir / 'table3.png'}")
 
 
 if __name__ == "__main__":

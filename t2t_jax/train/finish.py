@@ -79,7 +79,8 @@ def finish(config, workdir, log=print) -> dict:
         last, alpha = selection["chosen"]["average_last"], selection["chosen"]["alpha"]
     else:
         last, alpha = lasts[0], alphas[0]
-    checkpoint, averaged = _average(files, last, log, tag="final")
+    # A choice always lands in <workdir>/averaged (the latest alone too), so "averaged" names what was chosen.
+    checkpoint, averaged = _average(files, last, log, tag="final", keep_single=selection is not None)
     reports = {}
     if splits:
         model = load_for_inference(workdir, checkpoint)
@@ -128,16 +129,19 @@ def finish(config, workdir, log=print) -> dict:
     return reports
 
 
-def _average(files: Workdir, wanted: int, log, tag: str) -> tuple[str, list[int] | None]:
+def _average(files: Workdir, wanted: int, log, tag: str, keep_single: bool = False) -> tuple[str, list[int] | None]:
     """(checkpoint name to load, steps averaged or None): process 0 averages the newest ``wanted``
-    checkpoints into <workdir>/averaged (fewer when fewer exist); 0 or 1 means the latest alone. The
-    others wait at a barrier named by ``tag`` (one name per call of a run)."""
+    checkpoints into <workdir>/averaged (fewer when fewer exist); 0 or 1 means the latest alone, which
+    ``keep_single`` copies there too. The others wait at a barrier named by ``tag`` (one name per call)."""
     steps = saved_steps(files.root)
     last = min(wanted, len(steps))
     if last < wanted:
         log(f"warning: {wanted} checkpoints asked to average but only {last} exist; averaging {last}", flush=True)
-    checkpoint, averaged = ("averaged", steps[-last:]) if last > 1 else ("latest", None)
-    if last > 1 and jax.process_index() == 0:
+    if keep_single and steps:
+        last = max(last, 1)
+    averages = last > 1 or (keep_single and last == 1)
+    checkpoint, averaged = ("averaged", steps[-last:]) if averages else ("latest", None)
+    if averages and jax.process_index() == 0:
         average_last(files.root, last, files.averaged, log=log)
         log(f"averaged the checkpoints of steps {averaged} -> {files.averaged}", flush=True)
     distributed.barrier(f"t2t_final_averaged_{tag}", timeout_seconds=FINAL_BARRIER_SECONDS)
