@@ -72,6 +72,31 @@ def test_phased_caches_equal_full_recomputation(params, monkeypatch, beam, varia
     assert (np.asarray(cached)[..., 40:] != 0).any()  # some hypotheses ran into the last phase
 
 
+def vocab_dots(jaxpr, in_loop=False) -> tuple[int, int]:
+    """(outside, inside while loops): dot_generals with a vocab-sized last output dim (the logits projection)
+    anywhere in ``jaxpr`` and the jaxprs nested in its equations (jit calls, conds, loops)."""
+    outside = inside = 0
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "dot_general" and eqn.outvars[0].aval.shape[-1] == CFG.vocab_size:
+            inside, outside = (inside + 1, outside) if in_loop else (inside, outside + 1)
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (tuple, list)) else (value,):
+                sub = getattr(sub, "jaxpr", sub)
+                if hasattr(sub, "eqns"):
+                    o, i = vocab_dots(sub, in_loop or eqn.primitive.name == "while")
+                    outside, inside = outside + o, inside + i
+    return outside, inside
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_step_zero_runs_inside_the_search_loop(params, beam):
+    """No decoder step outside the while loop: the logits projection appears once, in the loop body (one
+    cache phase here), so a compiled decoder holds no extra copy of the step for step 0."""
+    src = sources()
+    jaxpr = jax.make_jaxpr(lambda p, s: translate_ids.__wrapped__(p, s, cfg=CFG, beam=beam))(params, src).jaxpr
+    assert vocab_dots(jaxpr) == (0, 1)  # step 0 before the loop: (1, 1)
+
+
 def test_beam_search_of_one_hypothesis_is_greedy_search_at_alpha_zero(params):
     """``beam=1`` runs greedy_search; beam_search with k = 1 finds the same translations and scores when
     α = 0 (with α > 0 it may keep extending the best non-EOS candidate: see search.py)."""
