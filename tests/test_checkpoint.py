@@ -137,7 +137,7 @@ def test_mesh_checkpoint_restores_on_one_device(tmp_path):
     assert jax.device_count() == 8
     config, summary = small_run(tmp_path)
     cfg = model_config(config)
-    tx, _ = make_optimizer(config.optimizer, cfg)
+    tx, _ = make_optimizer(config.optimizer, cfg, config.train.steps)
     one = jax.sharding.SingleDeviceSharding(jax.devices()[1])
     step, state, _, _ = Checkpointer(tmp_path).restore_latest(abstract_like(create_state(cfg, tx, 0), one))
     assert step == 6 and state.params["embed"]["embedding"].sharding == one
@@ -218,7 +218,7 @@ def test_all_checkpoints_unreadable_is_an_error_not_a_restart(tmp_path):
 def test_keep_k_never_evicts_best_or_latest(tmp_path):
     config = load_config("experiments/smoke.py")
     cfg = model_config(config)
-    tx, _ = make_optimizer(config.optimizer, cfg)
+    tx, _ = make_optimizer(config.optimizer, cfg, config.train.steps)
     state = create_state(cfg, tx, 0)
     ck = Checkpointer(tmp_path, keep=2, async_save=False, log=lambda *_: None)
     for step in range(1, 7):

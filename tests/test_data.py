@@ -167,7 +167,7 @@ def one_train_step(config, data):
     from t2t_jax.train.step import jit_train_step
 
     cfg = model_config(config)
-    tx, _ = make_optimizer(config.optimizer, cfg)
+    tx, _ = make_optimizer(config.optimizer, cfg, config.train.steps)
     step = jit_train_step(Transformer(cfg), tx, config.train.label_smoothing)
     _, sums = step(create_state(cfg, tx, 0), next(data.train))
     assert np.isfinite(float(sums["loss"])) and float(sums["tokens"]) > 0

@@ -28,7 +28,7 @@ def setup(extra=()):
         ],
     )
     cfg = model_config(config)
-    tx, _ = make_optimizer(config.optimizer, cfg)
+    tx, _ = make_optimizer(config.optimizer, cfg, config.train.steps)
     batches = make_data(config).train
     return config, cfg, tx, Transformer(cfg), [next(batches) for _ in range(3)]
 

@@ -23,7 +23,7 @@ def test_smoke_config_learns_reversal_to_99_percent(tmp_path):
 
 def run_steps(config, steps):
     cfg = model_config(config)
-    tx, _ = make_optimizer(config.optimizer, cfg)
+    tx, _ = make_optimizer(config.optimizer, cfg, config.train.steps)
     state = create_state(cfg, tx, config.train.seed)
     step = jit_train_step(Transformer(cfg), tx, config.train.label_smoothing)
     batches = make_data(config).train
