@@ -86,16 +86,7 @@ def finish(config, workdir, log=print) -> dict:
         model = load_for_inference(workdir, checkpoint)
     for split in splits:
         sources, references = split_text(config, split, log=log)
-        hypotheses, stats = decode_shared(
-            sources,
-            model.tokenizer,
-            model.params,
-            model.cfg,
-            beam=config.final.beam,
-            alpha=alpha,
-            log=log,
-            label=f"final {split}",
-        )
+        hypotheses, stats = _decode_with(model, sources, config.final.beam, alpha, log, f"final {split}")
         name = f"{split}.{checkpoint}"
         report = (
             write_report(
@@ -158,16 +149,8 @@ def select_on_dev(config, files: Workdir, lasts, alphas, log) -> dict:
         checkpoint, averaged = _average(files, last, log, tag=f"select_{last}")
         model = load_for_inference(files.root, checkpoint)
         for alpha in alphas:
-            hypotheses, _ = decode_shared(
-                sources,
-                model.tokenizer,
-                model.params,
-                model.cfg,
-                beam=config.final.beam,
-                alpha=alpha,
-                log=log,
-                label=f"select: validation, {last} checkpoint(s), alpha {alpha:g}",
-            )
+            label = f"select: validation, {last} checkpoint(s), alpha {alpha:g}"
+            hypotheses, _ = _decode_with(model, sources, config.final.beam, alpha, log, label)
             score = sacre_bleu(hypotheses, references)["score"]
             candidates.append({"average_last": last, "steps": averaged or [model.step], "alpha": alpha, "bleu": score})
             log(f"select: {last} checkpoint(s) averaged, alpha {alpha:g}: validation sacreBLEU {score:.2f}", flush=True)
@@ -178,6 +161,13 @@ def select_on_dev(config, files: Workdir, lasts, alphas, log) -> dict:
         flush=True,
     )
     return {"on": "validation", "beam": config.final.beam, "candidates": candidates, "chosen": chosen}
+
+
+def _decode_with(model, sources, beam, alpha, log, label):
+    """decode_shared with a loaded model (its tokenizer, params and config)."""
+    return decode_shared(
+        sources, model.tokenizer, model.params, model.cfg, beam=beam, alpha=alpha, log=log, label=label
+    )
 
 
 def decode_shared(sources, tokenizer, params, cfg, *, beam, alpha=0.6, log=print, label="decode"):
