@@ -11,9 +11,14 @@ import io
 import statistics
 
 
+def is_base(row: str) -> bool:
+    """The base row or one of its extra seeds (``base_seed1``, ...)."""
+    return row == "base" or row.startswith("base_seed")
+
+
 def base_reference(results: list[dict]) -> dict:
     """Mean dev BLEU / PPL of the base seeds and their spread (max - min; 0 with one seed)."""
-    seeds = [r for r in results if r["row"] == "base" or r["row"].startswith("base_seed")]
+    seeds = [r for r in results if is_base(r["row"])]
     out = {"seeds": len(seeds)}
     for key in ("dev_bleu", "dev_ppl"):
         values = [r[key] for r in seeds if r.get(key) is not None]
@@ -45,9 +50,8 @@ def effects(results: list[dict], paper: dict) -> list[dict]:
         for key, index in (("dev_bleu", 1), ("dev_ppl", 0)):
             ours = None if r.get(key) is None or ref[key] is None else r[key] - ref[key]
             theirs = None if p_row is None or p_row[index] is None else p_row[index] - p_base[index]
-            is_base = r["row"] == "base" or r["row"].startswith("base_seed")
             row[f"{key}_effect"], row[f"paper_{key}_effect"] = ours, theirs
-            row[f"{key}_agrees"] = "-" if is_base else direction(ours, theirs, ref[key + "_noise"])
+            row[f"{key}_agrees"] = "-" if is_base(r["row"]) else direction(ours, theirs, ref[key + "_noise"])
         rows.append(row)
     return rows
 
@@ -92,7 +96,7 @@ def chart_png(results: list[dict], paper: dict) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in effects(results, paper) if not (r["row"] == "base" or r["row"].startswith("base_seed"))]
+    rows = [r for r in effects(results, paper) if not is_base(r["row"])]
     ref = base_reference(results)
     fig, axes = plt.subplots(1, 2, figsize=(11, 0.35 * max(len(rows), 4) + 1.5), sharey=True)
     positions = range(len(rows))
