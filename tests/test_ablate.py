@@ -78,6 +78,17 @@ def test_ablation_runner_writes_table_and_resumes_without_retraining(tmp_path):
     assert other.returncode != 0
     assert "row 'base' was trained with" in other.stderr and "train.steps=6" in other.stderr
     assert "Traceback" not in other.stderr
+    # A row recorded from another version of the base recipe (the same command, the file edited since) is
+    # refused naming the key, not mixed into the table.
+    record_file = tmp_path / "ab" / "E_learned" / "row.json"
+    record = json.loads(record_file.read_text())
+    assert record["config"]["model.positions"] == "learned" and record["config"]["train.steps"] == 6
+    record["config"]["model.dropout"] = 0.25
+    record_file.write_text(json.dumps(record))
+    edited = ablate(tmp_path)
+    assert edited.returncode != 0
+    assert "row 'E_learned' was trained with another version" in edited.stderr, edited.stderr
+    assert "model.dropout: 0.25 -> 0.0" in edited.stderr and "Traceback" not in edited.stderr
 
 
 def result(row, bleu, ppl, paper_row=None):

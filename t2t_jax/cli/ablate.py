@@ -8,7 +8,8 @@ table of configs/table3.py's MULTI30K_ROWS on configs/multi30k.py; ``--table pap
 on configs/base.py. DIR/table3.md (+ .json, + table3.png) is rewritten after every row.
 
 Run the same command again to resume: a finished row (DIR/<row>/row.json) is skipped, a row cut short
-resumes from its last checkpoint, and a row trained with other settings is refused rather than mixed in.
+resumes from its last checkpoint, and a row trained with other settings, or from another version of the
+base config (row.json records the whole resolved run config), is refused rather than mixed in.
 """
 
 from __future__ import annotations
@@ -53,14 +54,41 @@ def row_settings(overrides, steps, bleu_sentences) -> list[str]:
     ]
 
 
+def flat_config(config) -> dict:
+    """A run config as {"model.dropout": 0.3, ...}, JSON-normalised (what row.json records)."""
+
+    def walk(prefix, values):
+        for key, value in values.items():
+            if isinstance(value, dict):
+                yield from walk(f"{prefix}{key}.", value)
+            else:
+                yield f"{prefix}{key}", value
+
+    return json.loads(json.dumps(dict(walk("", config.to_dict()))))
+
+
+def config_changes(recorded: dict, now: dict) -> list[str]:
+    """Keys of a recorded row's run config whose value the same command now resolves differently (a base
+    config file edited between sessions). Keys new to the schema are not changes: they did not exist then."""
+    missing = object()
+    return [
+        f"{key}: {recorded[key]!r} -> {now.get(key, '(gone)')!r}"
+        for key in sorted(recorded)
+        if now.get(key, missing) != recorded[key]
+    ]
+
+
 def run_row(row, base_config, overrides, workdir, say, changes="-", position="", paper_row=None):
     """Train one row (``overrides`` from row_settings) or take its finished result; returns the result.
-    Progress lines go to ``say`` prefixed with the row and ``position`` ("2/5")."""
+    Progress lines go to ``say`` prefixed with the row and ``position`` ("2/5"). A finished row counts only
+    if both its command-line settings and its whole resolved run config are what this command gives now:
+    a table resumed across sessions must not mix rows of two versions of the base recipe."""
     from t2t_jax.train.history import read_history
     from t2t_jax.train.loop import train
 
     workdir = pathlib.Path(workdir)
     settings = {"base_config": base_config, "overrides": overrides}
+    config = load_config(base_config, overrides)
     done = workdir / ROW_FILE
     if done.exists():
         record = json.loads(done.read_text())
@@ -69,10 +97,15 @@ def run_row(row, base_config, overrides, workdir, say, changes="-", position="",
                 f"{done}: row {row!r} was trained with {record['settings']}, not {settings}; give a new --workdir "
                 f"(or delete {workdir}) to train it again"
             )
+        differences = config_changes(record.get("config", {}), flat_config(config))
+        if differences:
+            raise ConfigError(
+                f"{done}: row {row!r} was trained with another version of {base_config!r} "
+                f"({'; '.join(differences)}); give a new --workdir (or delete {workdir}) to train it again"
+            )
         say(f"[{row} {position}] done before: {record['result']}", flush=True)
         return record["result"]
     tag = f"[{row} {position}] " if position else f"[{row}] "
-    config = load_config(base_config, overrides)
     summary = train(config, str(workdir), printer=lambda message, **kw: say(tag + str(message), **kw))
     if summary["stopped"] != "steps":
         raise ConfigError(
@@ -97,7 +130,8 @@ def run_row(row, base_config, overrides, workdir, say, changes="-", position="",
         "dev_bleu": final.get("bleu"),
         "tokens_per_s": sum(speeds) / len(speeds) if speeds else None,
     }
-    done.write_text(json.dumps({"settings": settings, "result": result}, indent=2))
+    record = {"settings": settings, "config": flat_config(config), "result": result}
+    done.write_text(json.dumps(record, indent=2))
     say(f"{row}: {result}", flush=True)
     return result
 
