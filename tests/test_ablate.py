@@ -89,6 +89,16 @@ def test_ablation_runner_writes_table_and_resumes_without_retraining(tmp_path):
     assert edited.returncode != 0
     assert "row 'E_learned' was trained with another version" in edited.stderr, edited.stderr
     assert "model.dropout: 0.25 -> 0.0" in edited.stderr and "Traceback" not in edited.stderr
+    # So is a row cut short (no row.json) whose own run config.json differs: it is not resumed on the new recipe.
+    record_file.unlink()
+    run_config_file = tmp_path / "ab" / "E_learned" / "config.json"
+    run_config = json.loads(run_config_file.read_text())
+    run_config["optimizer"]["constant"] = 7.5
+    run_config_file.write_text(json.dumps(run_config))
+    cut = ablate(tmp_path)
+    assert cut.returncode != 0 and "[E_learned 3/3] step" not in cut.stdout
+    assert "config.json: row 'E_learned' was trained with another version" in cut.stderr, cut.stderr
+    assert "optimizer.constant: 7.5 -> " in cut.stderr and "Traceback" not in cut.stderr
 
 
 def result(row, bleu, ppl, paper_row=None):

@@ -9,7 +9,8 @@ on configs/base.py. DIR/table3.md (+ .json, + table3.png) is rewritten after eve
 
 Run the same command again to resume: a finished row (DIR/<row>/row.json) is skipped, a row cut short
 resumes from its last checkpoint, and a row trained with other settings, or from another version of the
-base config (row.json records the whole resolved run config), is refused rather than mixed in.
+base config (row.json records the whole resolved run config; a cut row's config.json is read), is refused
+rather than mixed in.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from t2t_jax import configs
 from t2t_jax.cli.common import command, quiet_libraries
 from t2t_jax.config import load_config
 from t2t_jax.errors import ConfigError
+from t2t_jax.workdir import Workdir
 
 ROW_FILE = "row.json"  # DIR/<row>/row.json: a finished row's settings and result
 
@@ -54,17 +56,18 @@ def row_settings(overrides, steps, bleu_sentences) -> list[str]:
     ]
 
 
-def flat_config(config) -> dict:
-    """A run config as {"model.dropout": 0.3, ...}, JSON-normalised (what row.json records)."""
+def flat_config(values: dict) -> dict:
+    """A run config (``config.to_dict()`` or a workdir's config.json) as {"model.dropout": 0.3, ...},
+    JSON-normalised: what row.json records and what a resumed row is compared with."""
 
-    def walk(prefix, values):
-        for key, value in values.items():
+    def walk(prefix, section):
+        for key, value in section.items():
             if isinstance(value, dict):
                 yield from walk(f"{prefix}{key}.", value)
             else:
                 yield f"{prefix}{key}", value
 
-    return json.loads(json.dumps(dict(walk("", config.to_dict()))))
+    return json.loads(json.dumps(dict(walk("", values))))
 
 
 def config_changes(recorded: dict, now: dict) -> list[str]:
@@ -78,6 +81,14 @@ def config_changes(recorded: dict, now: dict) -> list[str]:
     ]
 
 
+def _refuse_changes(row, base_config, source, workdir, differences) -> None:
+    if differences:
+        raise ConfigError(
+            f"{source}: row {row!r} was trained with another version of {base_config!r} "
+            f"({'; '.join(differences)}); give a new --workdir (or delete {workdir}) to train it again"
+        )
+
+
 def run_row(row, base_config, overrides, workdir, say, changes="-", position="", paper_row=None):
     """Train one row (``overrides`` from row_settings) or take its finished result; returns the result.
     Progress lines go to ``say`` prefixed with the row and ``position`` ("2/5"). A finished row counts only
@@ -89,7 +100,8 @@ def run_row(row, base_config, overrides, workdir, say, changes="-", position="",
     workdir = pathlib.Path(workdir)
     settings = {"base_config": base_config, "overrides": overrides}
     config = load_config(base_config, overrides)
-    done = workdir / ROW_FILE
+    now = flat_config(config.to_dict())
+    done, started = workdir / ROW_FILE, Workdir(workdir).config
     if done.exists():
         record = json.loads(done.read_text())
         if record["settings"] != settings:
@@ -97,14 +109,13 @@ def run_row(row, base_config, overrides, workdir, say, changes="-", position="",
                 f"{done}: row {row!r} was trained with {record['settings']}, not {settings}; give a new --workdir "
                 f"(or delete {workdir}) to train it again"
             )
-        differences = config_changes(record.get("config", {}), flat_config(config))
-        if differences:
-            raise ConfigError(
-                f"{done}: row {row!r} was trained with another version of {base_config!r} "
-                f"({'; '.join(differences)}); give a new --workdir (or delete {workdir}) to train it again"
-            )
+        _refuse_changes(row, base_config, done, workdir, config_changes(record.get("config", {}), now))
         say(f"[{row} {position}] done before: {record['result']}", flush=True)
         return record["result"]
+    if started.exists():  # a row cut short (or finished, unrecorded): its run config must be this one too
+        _refuse_changes(
+            row, base_config, started, workdir, config_changes(flat_config(json.loads(started.read_text())), now)
+        )
     tag = f"[{row} {position}] " if position else f"[{row}] "
     summary = train(config, str(workdir), printer=lambda message, **kw: say(tag + str(message), **kw))
     if summary["stopped"] != "steps":
@@ -130,7 +141,7 @@ def run_row(row, base_config, overrides, workdir, say, changes="-", position="",
         "dev_bleu": final.get("bleu"),
         "tokens_per_s": sum(speeds) / len(speeds) if speeds else None,
     }
-    record = {"settings": settings, "config": flat_config(config), "result": result}
+    record = {"settings": settings, "config": now, "result": result}
     done.write_text(json.dumps(record, indent=2))
     say(f"{row}: {result}", flush=True)
     return result
