@@ -11,6 +11,7 @@ target that carries the *current* sharding, so 8-device checkpoints load on 1.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable
 
 import jax
@@ -21,6 +22,20 @@ from t2t_jax.errors import CheckpointError, ConfigError
 from t2t_jax.workdir import Workdir, workdir_path
 
 LATEST_DIR, BEST_DIR = Workdir.CHECKPOINTS, Workdir.BEST
+
+
+class _SiblingWriteFailures(logging.Filter):
+    """Drops asyncio's "Task exception was never retrieved" for orbax's own write tasks.  When storage fails
+    (a full disk), every concurrent fragment write fails; orbax re-raises the first, which ``_failing_loudly``
+    reports as the one error, and asyncio logs each sibling with a traceback to stderr at garbage collection:
+    the same failure again, dozens of times, around the error line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (message.startswith("Task exception was never retrieved") and "orbax" in message)
+
+
+_SIBLINGS = _SiblingWriteFailures()
 
 
 def _manager(directory: epath.Path, keep: int, async_save: bool) -> ocp.CheckpointManager:
@@ -49,6 +64,7 @@ class Checkpointer:
         self.last_saved: int | None = self.latest.latest_step()  # for messages ("the last checkpoint")
         self.damaged: set[int] = set()  # steps found unreadable by restore_latest
         self.log = log
+        logging.getLogger("asyncio").addFilter(_SIBLINGS)  # idempotent: a filter is added once
 
     def save(self, step: int, state, data_state: dict, config_dict: dict) -> None:
         if step in self.damaged:  # found unreadable at resume: this save replaces it
