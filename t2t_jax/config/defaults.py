@@ -23,6 +23,9 @@ def default_config() -> ml_collections.ConfigDict:
     c.optimizer.constant = 1.0
     c.optimizer.warmup_steps = 4000
     c.optimizer.cooldown_fraction = 0.0  # for a schedule ending in *linear_cooldown: last part of train.steps
+    # True: the cooldown also starts when 1 - cooldown_fraction of train.max_minutes is spent, sized to end
+    # within the budget (train/cooldown.py); for a minutes budget on a machine of unknown speed
+    c.optimizer.cooldown_by_budget = False
     c.optimizer.b1 = 0.9
     c.optimizer.b2 = 0.98
     c.optimizer.eps = 1e-9

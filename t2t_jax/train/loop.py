@@ -20,6 +20,7 @@ from t2t_jax.model import Transformer
 from t2t_jax.progress import TrainingProgress, format_duration
 from t2t_jax.train import distributed
 from t2t_jax.train.control import Control
+from t2t_jax.train.cooldown import CooldownPlan, budget_start_seconds, step_keyed_start
 from t2t_jax.train.events import EventLog
 from t2t_jax.train.finish import decode_shared
 from t2t_jax.train.history import HistoryLog
@@ -35,6 +36,7 @@ from t2t_jax.workdir import Workdir, check_workdir, workdir_path
 # train.max_minutes is one budget across preemptions and resumes.
 PROCESSES_KEY = "processes"
 SPENT_KEY = "train_seconds"
+COOLDOWN_KEY = "cooldown"  # [start, end] of a cooldown started by the time budget (train/cooldown.py), or null
 
 
 def _sum_metrics(pending):
@@ -48,19 +50,20 @@ def evaluate(launcher, params, batches) -> dict:
 
 
 def _restore_or_init(config, cfg, tx, launcher, checkpointer, data, say):
-    """(state placed for the launcher, first step, training seconds already spent): the newest readable
-    checkpoint, else a fresh state."""
+    """(state placed for the launcher, first step, training seconds already spent, the cooldown plan the
+    run started by time or None): the newest readable checkpoint, else a fresh state."""
     saved_config = Workdir(checkpointer.workdir).config
     if checkpointer.latest.all_steps() and saved_config.exists():  # before restoring: shapes may differ
         check_compatible(json.loads(saved_config.read_text()), config.to_dict())
     fresh = create_state(cfg, tx, config.train.seed)
     restored = checkpointer.restore_latest(abstract_like(fresh, launcher.restore_sharding))
     if restored is None:
-        return launcher.put_state(fresh), 0, 0.0
+        return launcher.put_state(fresh), 0, 0.0, None
     step, state, data_state, _ = restored
     _restore_data_state(data.train, data_state, say)
     say(f"resumed from the checkpoint at step {step} ({checkpointer.latest.directory})", flush=True)
-    return launcher.put_state(state), step, float(data_state.get(SPENT_KEY, 0.0))
+    plan = CooldownPlan.from_json(data_state.get(COOLDOWN_KEY))
+    return launcher.put_state(state), step, float(data_state.get(SPENT_KEY, 0.0)), plan
 
 
 def _restore_data_state(iterator, data_state: dict, say) -> None:
@@ -87,26 +90,21 @@ def train(config, workdir: str, printer=print) -> dict:
     check_workdir(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     cfg = model_config(config)
-    tx, schedule = make_optimizer(config.optimizer, cfg, config.train.steps)
+    tx, launcher, schedule = _build(config, cfg, None)
     check_checkpoint_space(workdir, jax.eval_shape(lambda: create_state(cfg, tx, config.train.seed)))
-    launcher = make_launcher(
-        config.parallel.launcher,
-        Transformer(cfg),
-        tx,
-        config.train.label_smoothing,
-        config.train.accum_steps,
-        skip_nonfinite=config.train.nonfinite == "skip",
-    )
     batch_rows(config.data, launcher.device_count, jax.process_count(), config.train.accum_steps)  # before data
     data = make_data(config, workdir, log=lambda message: say(message, flush=True))
     ck = config.checkpoint
     checkpointer = Checkpointer(workdir, keep=ck.keep, async_save=ck.async_save, log=say)
-    state, start, spent = _restore_or_init(config, cfg, tx, launcher, checkpointer, data, say)
+    state, start, spent, plan = _restore_or_init(config, cfg, tx, launcher, checkpointer, data, say)
+    if plan is not None:  # the schedule this run has trained on since the cooldown began
+        _, launcher, schedule = _build(config, cfg, plan)
     if lead:
         Workdir(workdir).config.write_text(config.to_json_best_effort(indent=2))
     say(
         f"model: {param_count(launcher.get_state(state).params):,} params | devices: {launcher.device_count} "
-        f"({config.parallel.launcher}, {jax.process_count()} process(es)) | steps: {start}->{config.train.steps}",
+        f"({config.parallel.launcher}, {jax.process_count()} process(es)) | steps: {start}->"
+        f"{plan.end if plan else config.train.steps}",
         flush=True,
     )
     watchdog = Watchdog(
@@ -128,24 +126,45 @@ def train(config, workdir: str, printer=print) -> dict:
                 state,
                 start,
                 spent,
+                plan,
                 say,
             )
     finally:
         watchdog.close()
 
 
+def _build(config, cfg, plan):
+    """(optimizer, launcher, schedule) for a cooldown plan (None: the step-keyed schedule).  A plan made
+    mid-run rebuilds them: the schedule is closed over by the jitted step, which compiles once more."""
+    tx, schedule = make_optimizer(config.optimizer, cfg, config.train.steps, cooldown=plan)
+    launcher = make_launcher(
+        config.parallel.launcher,
+        Transformer(cfg),
+        tx,
+        config.train.label_smoothing,
+        config.train.accum_steps,
+        skip_nonfinite=config.train.nonfinite == "skip",
+    )
+    return tx, launcher, schedule
+
+
 def _run(
-    config, cfg, workdir, launcher, schedule, data, checkpointer, watchdog, preempted, state, start, spent, say
+    config, cfg, workdir, launcher, schedule, data, checkpointer, watchdog, preempted, state, start, spent, plan, say
 ) -> dict:
     """The step loop: every step boundary takes the agreed decision of train/control.py."""
     started = time.perf_counter()
     deadline = started - spent + 60 * config.train.max_minutes if config.train.max_minutes else None
-    control = _control(config, deadline, preempted)
+    cool_after = budget_start_seconds(config.optimizer, config.train)
+    keyed_start = step_keyed_start(config.optimizer.cooldown_fraction, config.train.steps)
+    cool_at = None if cool_after is None or plan is not None else started - spent + cool_after
+    end = plan.end if plan is not None else config.train.steps
+    control = _control(config, deadline, preempted, cool_at, end)
 
     def save(step, best_metric=None):
         data_state = {
             PROCESSES_KEY: distributed.allgather_json(data.train.get_state()),
             SPENT_KEY: spent + time.perf_counter() - started,
+            COOLDOWN_KEY: plan.to_json() if plan is not None else None,
         }
         with watchdog.waiting(f"the checkpoint save at step {step} (orbax waits for every process)"):
             if best_metric is None:
@@ -156,20 +175,20 @@ def _run(
     history = HistoryLog(workdir, start, enabled=jax.process_index() == 0)
     pending, step, stopped = [], start, "steps"
     events = EventLog(workdir, enabled=jax.process_index() == 0 and config.train.tensorboard)
-    progress = TrainingProgress(config.train.steps, start_step=start, printer=say, deadline=deadline)
-    while step < config.train.steps:
-        first = step == start  # compiles: not watched
+    progress = TrainingProgress(end, start_step=start, printer=say, deadline=deadline)
+    compiles = True  # the first step, and the first after a rebuild for a cooldown plan: not watched
+    while step < end:
         with (
             contextlib.nullcontext()
-            if first
+            if compiles
             else watchdog.waiting(f"train step {step + 1} (its all-reduce with the other processes)")
         ):
             state, sums = launcher.train_step(state, launcher.put_batch(next(data.train)))
-            step += 1
+            step, compiles = step + 1, False
             if pending:  # at most two steps in flight: an unbounded queue of collective programs
                 _check_finite(pending[-1], step - 1, config)  # can deadlock XLA:CPU's multi-device rendezvous
             pending.append(sums)
-            if step % config.train.log_every == 0 or step == config.train.steps:
+            if step % config.train.log_every == 0 or step == end:
                 metrics = summarize(_sum_metrics(pending))
                 lr = float(schedule(step - 1))
                 metrics.update(progress.report(step, metrics, lr), step=step, lr=lr)
@@ -177,6 +196,19 @@ def _run(
                 events.scalars("train", step, metrics)
                 pending = []
             decision = control.decide(step)
+        if decision.cool and plan is None and step < keyed_start:  # before the save: the checkpoint has it
+            plan = CooldownPlan.started_at(step, config.optimizer.cooldown_fraction, config.train.steps)
+            _, launcher, schedule = _build(config, cfg, plan)
+            compiles = True
+            end = control.final_step = progress.total = plan.end
+            control.cool_at = None
+            minutes = (time.perf_counter() - started + spent) / 60
+            say(
+                f"cooldown started by the time budget at step {step} ({minutes:.1f}"
+                f" of {config.train.max_minutes:g} min, before its step-keyed start {keyed_start}): the rate falls "
+                f"linearly to 0 at step {plan.end} (train/cooldown.py)",
+                flush=True,
+            )
         # Save before evaluating: a failure in evaluation never costs the steps since the last save.
         if decision.save:
             _check_finite(sums, step, config)
@@ -188,7 +220,7 @@ def _run(
             reason = f"time budget of {config.train.max_minutes:g} min reached" if stopped == "budget" else stopped
             say(f"{reason}: saved the checkpoint at step {step}", flush=True)
             break
-        if step % config.train.eval_every == 0 or step == config.train.steps:
+        if step % config.train.eval_every == 0 or step == end:
             _check_finite(sums, step, config)
             metrics, best_metric = _dev_metrics(config, cfg, launcher, state, data, step, events, say)
             history.append({"split": "eval", "step": step, **metrics})
@@ -203,14 +235,15 @@ def _run(
     return _summarize_run(workdir, step, start, started, history.entries, launcher.get_state(state), say, stopped)
 
 
-def _control(config, deadline, preempted) -> Control:
+def _control(config, deadline, preempted, cool_at, final_step) -> Control:
     return Control(
         every_steps=config.checkpoint.every_steps,
         every_minutes=config.checkpoint.every_minutes,
         sync_every=config.parallel.sync_every,
-        final_step=config.train.steps,
+        final_step=final_step,
         deadline=deadline,
         preempted=preempted,
+        cool_at=cool_at,
     )
 
 
@@ -261,7 +294,8 @@ def _check_finite(sums, step, config):
 
 
 def _summarize_run(workdir, step, start, started, history, state, say, stopped):
-    """``stopped``: "steps" (train.steps reached), "budget" (train.max_minutes) or a signal's name."""
+    """``stopped``: "steps" (train.steps, or a budget-fitted cooldown's end, reached), "budget"
+    (train.max_minutes) or a signal's name."""
     wall = time.perf_counter() - started
     evals = [h for h in history if h["split"] == "eval"]
     summary = {

@@ -9,7 +9,9 @@ update count + 1 so the first update does not have learning rate 0.
 ``cooldown_fraction`` of ``total_steps`` (train.steps): a short run then ends at a
 low rate instead of rsqrt's still-high one, which checkpoint averaging only
 partly makes up for (a fixed-budget run knows its last step; T2T's
-``linear_decay`` factor does the same).
+``linear_decay`` factor does the same).  ``cooldown_steps`` overrides its length:
+a cooldown started by the time budget (train/cooldown.py) ends at its own
+``total_steps`` after its own length.
 """
 
 from __future__ import annotations
@@ -19,8 +21,7 @@ import jax.numpy as jnp
 from t2t_jax.errors import ConfigError
 
 
-def _factors(constant: float, warmup_steps: int, d_model: int, cooldown_fraction: float, total_steps: int):
-    cooldown_steps = max(round(cooldown_fraction * total_steps), 1)
+def _factors(constant: float, warmup_steps: int, d_model: int, total_steps: int, cooldown_steps: int):
     return {
         "constant": lambda s: jnp.float32(constant),
         "linear_warmup": lambda s: jnp.minimum(1.0, s / warmup_steps),
@@ -39,16 +40,19 @@ def make_schedule(
     d_model: int,
     cooldown_fraction: float = 0.0,
     total_steps: int = 0,
+    cooldown_steps: int | None = None,
 ):
     """A function optax-count -> learning rate for ``spec`` (factor names joined by '*')."""
     if warmup_steps <= 0:
         raise ConfigError(f"optimizer.warmup_steps = {warmup_steps}: must be positive")
-    available = _factors(constant, warmup_steps, d_model, cooldown_fraction, total_steps)
+    explicit = cooldown_steps is not None  # a plan's length (train/cooldown.py), else the fraction's
+    cooldown_steps = max(cooldown_steps if explicit else round(cooldown_fraction * total_steps), 1)
+    available = _factors(constant, warmup_steps, d_model, total_steps, cooldown_steps)
     names = [name.strip() for name in spec.split("*")]
     unknown = [name for name in names if name not in available]
     if unknown:
         raise ConfigError(f"optimizer.schedule: unknown factor(s) {unknown}; known: {sorted(available)}")
-    if "linear_cooldown" in names and not (0 < cooldown_fraction <= 1 and total_steps > 0):
+    if "linear_cooldown" in names and not ((explicit or 0 < cooldown_fraction <= 1) and total_steps > 0):
         raise ConfigError(
             f"optimizer.cooldown_fraction = {cooldown_fraction}: linear_cooldown needs a fraction in (0, 1] of "
             f"train.steps ({total_steps}) to cool down over"

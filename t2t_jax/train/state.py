@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import optax
 
 from t2t_jax.model import ModelConfig, Transformer
+from t2t_jax.train.cooldown import CooldownPlan
 from t2t_jax.train.schedule import make_schedule
 
 
@@ -21,9 +22,12 @@ class TrainState:
     rng: jnp.ndarray  # base key; dropout of step s uses fold_in(rng, s)
 
 
-def make_optimizer(opt_config, model_config: ModelConfig, total_steps: int = 0):
+def make_optimizer(opt_config, model_config: ModelConfig, total_steps: int = 0, cooldown: CooldownPlan | None = None):
     """Adam(β1, β2, ε) scaled by the named-factor schedule; optional clipping / weight decay.
-    ``total_steps`` (train.steps) is where a ``linear_cooldown`` schedule reaches 0."""
+    ``total_steps`` (train.steps) is where a ``linear_cooldown`` schedule reaches 0, unless a ``cooldown``
+    started by the time budget (train/cooldown.py) says where and how long."""
+    if cooldown is not None:
+        total_steps = cooldown.end
     schedule = make_schedule(
         opt_config.schedule,
         constant=opt_config.constant,
@@ -31,6 +35,7 @@ def make_optimizer(opt_config, model_config: ModelConfig, total_steps: int = 0):
         d_model=model_config.d_model,
         cooldown_fraction=opt_config.cooldown_fraction,
         total_steps=total_steps,
+        cooldown_steps=cooldown.steps if cooldown is not None else None,
     )
     parts = []
     if opt_config.clip_norm > 0:
