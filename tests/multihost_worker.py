@@ -7,6 +7,7 @@ PROCESSES = 1 runs without a process group.  With T2T_FAKE_GCS=ROOT set, gs:// i
 (tests/fake_gcs.py).  Records, per process, in WORKDIR/records/:
   p<i>.examples.jsonl  one line per training batch: the (epoch, example index) pairs packed into it
   p<i>.saves.jsonl     the step of every checkpoint save this process entered
+  p<i>.cooldown.jsonl  [start, end] of a cooldown this process started by the time budget (train/cooldown.py)
 """
 
 import json
@@ -18,6 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from t2t_jax.checkpoint import manager  # noqa: E402
 from t2t_jax.cli import train as train_cli  # noqa: E402
 from t2t_jax.data import pipeline  # noqa: E402
+from t2t_jax.train import cooldown  # noqa: E402
 
 
 def record(path, value):
@@ -49,6 +51,14 @@ def main():
         record(prefix + ".saves.jsonl", step)
         return save(self, step, *args, **kwargs)
 
+    started_at = cooldown.CooldownPlan.started_at
+
+    def recording_started_at(step, fraction, total_steps):
+        plan = started_at(step, fraction, total_steps)
+        record(prefix + ".cooldown.jsonl", plan.to_json())
+        return plan
+
+    cooldown.CooldownPlan.started_at = staticmethod(recording_started_at)
     pipeline.PrefetchedBatches.__next__ = recording_next
     manager.Checkpointer.save = recording_save
     group = (

@@ -151,6 +151,31 @@ def test_timed_checkpoints_are_agreed(uninterrupted):
     assert all(s % 5 == 0 for s in saves[0])  # only at agreement steps (parallel.sync_every = 5)
 
 
+def test_a_cooldown_started_by_the_time_budget_is_one_plan_on_every_process(tmp_path):
+    """A 20 s budget whose cooldown (fraction 0.5) starts by time: both processes make the same plan at the
+    same agreed step (a multiple of sync_every), save the same steps and finish without a hang."""
+    workdir = tmp_path / "work"
+    cluster = run(
+        workdir,
+        2,
+        TINY
+        + [
+            "--config.train.steps=100000",
+            "--config.train.max_minutes=0.33",
+            "--config.optimizer.schedule=constant*linear_warmup*rsqrt_decay*rsqrt_hidden_size*linear_cooldown",
+            "--config.optimizer.cooldown_fraction=0.5",
+            "--config.optimizer.cooldown_by_budget=True",
+            "--config.checkpoint.every_steps=0",
+        ],
+        name="cooldown",
+    )
+    plans = [cluster.records("cooldown", i) for i in range(2)]
+    assert len(plans[0]) == 1 and plans[0] == plans[1], plans
+    (start, end), saves = plans[0][0], [cluster.records("saves", i) for i in range(2)]
+    assert start % 5 == 0 and end == 2 * start and saves[0] == saves[1] and saves[0][-1] <= end, (plans, saves)
+    assert f"to 0 at step {end}" in cluster.output(0)
+
+
 def test_sigterm_to_one_process_saves_one_step_everywhere_and_resumes_exactly(tmp_path, uninterrupted):
     workdir = tmp_path / "work"
     common = TINY + [f"--config.train.steps={STEPS}", "--config.checkpoint.every_steps=0"]
