@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from t2t_jax.train.schedule import cooldown_length
+
 
 @dataclasses.dataclass(frozen=True)
 class CooldownPlan:
@@ -52,4 +54,4 @@ def budget_start_seconds(optimizer, train) -> float | None:
 
 def step_keyed_start(fraction: float, total_steps: int) -> int:
     """The last update before the step-keyed cooldown of make_schedule (train/schedule.py)."""
-    return total_steps - max(round(fraction * total_steps), 1)
+    return total_steps - cooldown_length(fraction, total_steps)

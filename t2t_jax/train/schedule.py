@@ -21,6 +21,11 @@ import jax.numpy as jnp
 from t2t_jax.errors import ConfigError
 
 
+def cooldown_length(fraction: float, total_steps: int) -> int:
+    """Updates in the step-keyed linear cooldown: the last ``fraction`` of ``total_steps``, at least one."""
+    return max(round(fraction * total_steps), 1)
+
+
 def _factors(constant: float, warmup_steps: int, d_model: int, total_steps: int, cooldown_steps: int):
     return {
         "constant": lambda s: jnp.float32(constant),
@@ -46,7 +51,7 @@ def make_schedule(
     if warmup_steps <= 0:
         raise ConfigError(f"optimizer.warmup_steps = {warmup_steps}: must be positive")
     explicit = cooldown_steps is not None  # a plan's length (train/cooldown.py), else the fraction's
-    cooldown_steps = max(cooldown_steps if explicit else round(cooldown_fraction * total_steps), 1)
+    cooldown_steps = max(cooldown_steps, 1) if explicit else cooldown_length(cooldown_fraction, total_steps)
     available = _factors(constant, warmup_steps, d_model, total_steps, cooldown_steps)
     names = [name.strip() for name in spec.split("*")]
     unknown = [name for name in names if name not in available]
