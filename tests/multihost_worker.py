@@ -55,7 +55,7 @@ def main():
 
     def recording_started_at(step, fraction, total_steps):
         plan = started_at(step, fraction, total_steps)
-        record(prefix + ".cooldown.jsonl", plan.to_json())
+        record(prefix + ".cooldown.jsonl", plan and plan.to_json())
         return plan
 
     cooldown.CooldownPlan.started_at = staticmethod(recording_started_at)

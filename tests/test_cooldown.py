@@ -32,9 +32,11 @@ def test_a_cooldown_of_its_own_length_starts_after_its_start_step(s):
 
 def test_the_plan_buys_the_remaining_fraction_of_the_budget_at_the_rate_so_far():
     assert CooldownPlan.started_at(700, 0.3, 4600) == CooldownPlan(700, 1000)  # 700 · 0.3 / 0.7 = 300 more
-    assert CooldownPlan.started_at(3000, 0.3, 4000) == CooldownPlan(3000, 4000)  # never past train.steps
+    assert CooldownPlan.started_at(2799, 0.3, 4000) == CooldownPlan(2799, 3999)  # never past train.steps
+    assert CooldownPlan.started_at(3000, 0.3, 4000) is None  # past the step-keyed start 2800
     assert CooldownPlan.from_json(CooldownPlan(5, 9).to_json()) == CooldownPlan(5, 9)
     assert step_keyed_start(0.3, 4600) == 3220
+    assert CooldownPlan.started_at(3220, 0.3, 4600) is None  # the step-keyed cooldown has begun: no plan
 
 
 def test_the_time_start_applies_only_to_a_budgeted_linear_cooldown_that_asks_for_it():

@@ -18,19 +18,7 @@ def default_config() -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     c.model = ml_collections.ConfigDict(dataclasses.asdict(ModelConfig()))
 
-    c.optimizer = ml_collections.ConfigDict()
-    c.optimizer.schedule = "constant*linear_warmup*rsqrt_decay*rsqrt_hidden_size"  # §5.3
-    c.optimizer.constant = 1.0
-    c.optimizer.warmup_steps = 4000
-    c.optimizer.cooldown_fraction = 0.0  # for a schedule ending in *linear_cooldown: last part of train.steps
-    # True: the cooldown also starts when 1 - cooldown_fraction of train.max_minutes is spent, sized to end
-    # within the budget (train/cooldown.py); for a minutes budget on a machine of unknown speed
-    c.optimizer.cooldown_by_budget = False
-    c.optimizer.b1 = 0.9
-    c.optimizer.b2 = 0.98
-    c.optimizer.eps = 1e-9
-    c.optimizer.weight_decay = 0.0
-    c.optimizer.clip_norm = 0.0  # 0 = no clipping (the paper clips nothing)
+    c.optimizer = optimizer_config()
 
     c.train = ml_collections.ConfigDict()
     c.train.steps = 100_000
@@ -87,6 +75,22 @@ def default_config() -> ml_collections.ConfigDict:
     c.data.toy_min_length = 4
     c.data.toy_max_length = 16
     return c
+
+
+def optimizer_config() -> ml_collections.ConfigDict:
+    """Adam and its learning-rate schedule (train/state.py, train/schedule.py, train/cooldown.py)."""
+    o = ml_collections.ConfigDict()
+    o.schedule = "constant*linear_warmup*rsqrt_decay*rsqrt_hidden_size"  # §5.3
+    o.constant = 1.0
+    o.warmup_steps = 4000
+    o.cooldown_fraction = 0.0  # for a schedule ending in *linear_cooldown: last part of train.steps
+    o.cooldown_by_budget = False  # also start it at 1 - that of train.max_minutes (train/cooldown.py)
+    o.b1 = 0.9
+    o.b2 = 0.98
+    o.eps = 1e-9
+    o.weight_decay = 0.0
+    o.clip_norm = 0.0  # 0 = no clipping (the paper clips nothing)
+    return o
 
 
 def parallel_config() -> ml_collections.ConfigDict:

@@ -20,7 +20,7 @@ from t2t_jax.model import Transformer
 from t2t_jax.progress import TrainingProgress, format_duration
 from t2t_jax.train import distributed
 from t2t_jax.train.control import Control
-from t2t_jax.train.cooldown import CooldownPlan, budget_start_seconds, step_keyed_start
+from t2t_jax.train.cooldown import CooldownPlan, budget_start_seconds
 from t2t_jax.train.events import EventLog
 from t2t_jax.train.finish import decode_shared
 from t2t_jax.train.history import HistoryLog
@@ -153,19 +153,11 @@ def _run(
 ) -> dict:
     """The step loop: every step boundary takes the agreed decision of train/control.py."""
     started = time.perf_counter()
-    deadline = started - spent + 60 * config.train.max_minutes if config.train.max_minutes else None
-    cool_after = budget_start_seconds(config.optimizer, config.train)
-    keyed_start = step_keyed_start(config.optimizer.cooldown_fraction, config.train.steps)
-    cool_at = None if cool_after is None or plan is not None else started - spent + cool_after
     end = plan.end if plan is not None else config.train.steps
-    control = _control(config, deadline, preempted, cool_at, end)
+    control = _control(config, started - spent, preempted, plan, end)
 
     def save(step, best_metric=None):
-        data_state = {
-            PROCESSES_KEY: distributed.allgather_json(data.train.get_state()),
-            SPENT_KEY: spent + time.perf_counter() - started,
-            COOLDOWN_KEY: plan.to_json() if plan is not None else None,
-        }
+        data_state = _data_state(data, spent + time.perf_counter() - started, plan)
         with watchdog.waiting(f"the checkpoint save at step {step} (orbax waits for every process)"):
             if best_metric is None:
                 checkpointer.save(step, launcher.get_state(state), data_state, config.to_dict())
@@ -175,7 +167,7 @@ def _run(
     history = HistoryLog(workdir, start, enabled=jax.process_index() == 0)
     pending, step, stopped = [], start, "steps"
     events = EventLog(workdir, enabled=jax.process_index() == 0 and config.train.tensorboard)
-    progress = TrainingProgress(end, start_step=start, printer=say, deadline=deadline)
+    progress = TrainingProgress(end, start_step=start, printer=say, deadline=control.deadline)
     compiles = True  # the first step, and the first after a rebuild for a cooldown plan: not watched
     while step < end:
         with (
@@ -196,19 +188,11 @@ def _run(
                 events.scalars("train", step, metrics)
                 pending = []
             decision = control.decide(step)
-        if decision.cool and plan is None and step < keyed_start:  # before the save: the checkpoint has it
-            plan = CooldownPlan.started_at(step, config.optimizer.cooldown_fraction, config.train.steps)
-            _, launcher, schedule = _build(config, cfg, plan)
-            compiles = True
-            end = control.final_step = progress.total = plan.end
-            control.cool_at = None
-            minutes = (time.perf_counter() - started + spent) / 60
-            say(
-                f"cooldown started by the time budget at step {step} ({minutes:.1f}"
-                f" of {config.train.max_minutes:g} min, before its step-keyed start {keyed_start}): the rate falls "
-                f"linearly to 0 at step {plan.end} (train/cooldown.py)",
-                flush=True,
-            )
+        if decision.cool and plan is None:  # before the save, so that the checkpoint holds the plan
+            plan = _start_cooldown(config, step, control, (time.perf_counter() - started + spent) / 60, say)
+            if plan is not None:
+                (_, launcher, schedule), compiles = _build(config, cfg, plan), True
+                end = progress.total = plan.end
         # Save before evaluating: a failure in evaluation never costs the steps since the last save.
         if decision.save:
             _check_finite(sums, step, config)
@@ -235,15 +219,39 @@ def _run(
     return _summarize_run(workdir, step, start, started, history.entries, launcher.get_state(state), say, stopped)
 
 
-def _control(config, deadline, preempted, cool_at, final_step) -> Control:
+def _data_state(data, train_seconds, plan) -> dict:
+    """The checkpoint's JSON item: every process's iterator state, the budget spent, the cooldown plan."""
+    return {
+        PROCESSES_KEY: distributed.allgather_json(data.train.get_state()),
+        SPENT_KEY: train_seconds,
+        COOLDOWN_KEY: plan.to_json() if plan is not None else None,
+    }
+
+
+def _start_cooldown(config, step, control, minutes, say) -> CooldownPlan | None:
+    """The plan for the cooldown the agreed vote started at ``step`` (None: the step-keyed one has begun, and
+    the run keeps it); the vote is taken once either way."""
+    control.cool_at = None
+    plan = CooldownPlan.started_at(step, config.optimizer.cooldown_fraction, config.train.steps)
+    if plan is not None:
+        control.final_step = plan.end
+        say(plan.announcement(minutes, config.train.max_minutes), flush=True)
+    return plan
+
+
+def _control(config, run_started, preempted, plan, final_step) -> Control:
+    """``run_started``: time.perf_counter() when the run would have started without its resumes (the budget's
+    clocks count from it)."""
+    budget = config.train.max_minutes
+    cool_after = budget_start_seconds(config.optimizer, config.train)
     return Control(
         every_steps=config.checkpoint.every_steps,
         every_minutes=config.checkpoint.every_minutes,
         sync_every=config.parallel.sync_every,
         final_step=final_step,
-        deadline=deadline,
+        deadline=run_started + 60 * budget if budget else None,
         preempted=preempted,
-        cool_at=cool_at,
+        cool_at=None if cool_after is None or plan is not None else run_started + cool_after,
     )
 
 

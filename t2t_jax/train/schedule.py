@@ -21,6 +21,11 @@ import jax.numpy as jnp
 from t2t_jax.errors import ConfigError
 
 
+def factor_names(spec: str) -> list[str]:
+    """The factor names of a schedule spec such as ``constant*linear_warmup*rsqrt_decay``."""
+    return [name.strip() for name in spec.split("*")]
+
+
 def cooldown_length(fraction: float, total_steps: int) -> int:
     """Updates in the step-keyed linear cooldown: the last ``fraction`` of ``total_steps``, at least one."""
     return max(round(fraction * total_steps), 1)
@@ -53,7 +58,7 @@ def make_schedule(
     explicit = cooldown_steps is not None  # a plan's length (train/cooldown.py), else the fraction's
     cooldown_steps = max(cooldown_steps, 1) if explicit else cooldown_length(cooldown_fraction, total_steps)
     available = _factors(constant, warmup_steps, d_model, total_steps, cooldown_steps)
-    names = [name.strip() for name in spec.split("*")]
+    names = factor_names(spec)
     unknown = [name for name in names if name not in available]
     if unknown:
         raise ConfigError(f"optimizer.schedule: unknown factor(s) {unknown}; known: {sorted(available)}")
