@@ -13,14 +13,14 @@ from t2t_jax.evaluate.ablation_table import base_reference, direction, effects, 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def ablate(tmp_path, *extra, steps=6):
+def ablate(tmp_path, *extra, steps=6, rows="E"):
     return subprocess.run(
         [
             sys.executable,
             "-m",
             "t2t_jax.ablate",
             "--rows",
-            "E",
+            rows,
             "--steps",
             str(steps),
             "--workdir",
@@ -67,6 +67,13 @@ def test_ablation_runner_writes_table_and_resumes_without_retraining(tmp_path):
     assert again.returncode == 0, again.stdout + again.stderr
     assert "step 2/6" not in again.stdout and again.stdout.count("done before") == 3
     assert (tmp_path / "ab" / "table3.md").read_text() == table
+    # A later invocation naming fewer rows still writes the whole table: E_learned, finished in this workdir
+    # with the same settings, is read back (not trained) into it, in the table's order.
+    fewer = ablate(tmp_path, rows="base")
+    assert fewer.returncode == 0, fewer.stdout + fewer.stderr
+    assert "[E_learned not in --rows] done before" in fewer.stdout and "step 2/6" not in fewer.stdout
+    assert json.loads((tmp_path / "ab" / "table3.json").read_text()) == results
+    assert (tmp_path / "ab" / "table3.md").read_text().splitlines()[1:] == table.splitlines()[1:]
     # A row whose run finished but whose result was not recorded is scored from its own run, not retrained.
     (tmp_path / "ab" / "E_learned" / "row.json").unlink()
     third = ablate(tmp_path)
@@ -89,6 +96,11 @@ def test_ablation_runner_writes_table_and_resumes_without_retraining(tmp_path):
     assert edited.returncode != 0
     assert "row 'E_learned' was trained with another version" in edited.stderr, edited.stderr
     assert "model.dropout: 0.25 -> 0.0" in edited.stderr and "Traceback" not in edited.stderr
+    # Not named in --rows, the same stale row is left out of the table with the reason, and the rest is written.
+    without = ablate(tmp_path, rows="base")
+    assert without.returncode == 0, without.stdout + without.stderr
+    assert "left out of table3.md:" in without.stdout and "model.dropout: 0.25 -> 0.0" in without.stdout
+    assert [r["row"] for r in json.loads((tmp_path / "ab" / "table3.json").read_text())] == ["base", "base_seed1"]
     # So is a row cut short (no row.json) whose own run config.json differs: it is not resumed on the new recipe.
     record_file.unlink()
     run_config_file = tmp_path / "ab" / "E_learned" / "config.json"

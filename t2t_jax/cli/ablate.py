@@ -5,7 +5,9 @@ Every selected row (a letter picks all its rows, ``all`` every row; ``base`` is 
 base seed) is trained from the same base config, seed, data and step budget, then scored on the dev
 split: perplexity per wordpiece and greedy sacreBLEU. ``--table multi30k`` (the default) is the CPU-sized
 table of configs/table3.py's MULTI30K_ROWS on configs/multi30k.py; ``--table paper`` is the paper's rows
-on configs/base.py. DIR/table3.md (+ .json, + table3.png) is rewritten after every row.
+on configs/base.py. DIR/table3.md (+ .json, + table3.png) is rewritten after every row, in the table's
+row order, with every finished row in DIR that this command would train the same way, named in ``--rows``
+or not: a table built over several sessions, one invocation each, stays whole.
 
 Run the same command again to resume: a finished row (DIR/<row>/row.json) is skipped, a row cut short
 resumes from its last checkpoint, and a row trained with other settings, or from another version of the
@@ -37,6 +39,19 @@ def select_rows(spec: str, rows: dict) -> list[str]:
             raise ConfigError(f"--rows: {item!r} matches no Table 3 row; rows: {', '.join(rows)}")
         chosen += [m for m in matches if m not in chosen]
     return chosen
+
+
+def table_plan(rows: dict, seed: int, base_seeds: int) -> dict:
+    """Every row the table can hold, in its order (the extra base seeds right after base): row ->
+    (overrides, the changes as printed, paper row)."""
+    plan = {}
+    for row, (delta, paper_row) in rows.items():
+        plan[row] = (row_overrides(delta), " ".join(f"{k}={v}" for k, v in delta.items()) or "-", paper_row)
+        if row == "base":
+            for extra in range(1, base_seeds):
+                change = f"train.seed={seed + extra}"
+                plan[f"base_seed{extra}"] = ([f"--config.{change}"], change, "base")
+    return plan
 
 
 def row_overrides(delta: dict) -> list[str]:
@@ -177,28 +192,32 @@ def main(argv=None):
     if args.base_seeds < 1:
         parser.error("--base-seeds: at least 1")
     seed = load_config(base_config, base_overrides).train.seed
-    plan = []  # (row name, overrides, changes, paper row)
+    plan = table_plan(rows, seed, args.base_seeds)
+    order = []  # what to train, in --rows order (base first, its extra seeds right after)
     for row in select_rows(args.rows, rows):
-        delta, paper_row = rows[row]
-        changes = " ".join(o.removeprefix("--config.") for o in row_overrides(delta)) or "-"
-        plan.append((row, row_overrides(delta), changes, paper_row))
-        if row == "base":
-            for extra in range(1, args.base_seeds):
-                plan.append(
-                    (f"base_seed{extra}", [f"--config.train.seed={seed + extra}"], f"train.seed={seed + extra}", "base")
-                )
+        order += [row] + ([r for r in plan if r.startswith("base_seed")] if row == "base" else [])
     workdir = pathlib.Path(args.workdir)
     command_line = "python -m t2t_jax.ablate " + " ".join(argv)  # argv: the arguments (command() passes them)
     note = f"Base config: {base_config}; {args.steps} steps per row; dev BLEU greedy on " + (
         f"the first {args.bleu_sentences} dev sentences" if args.bleu_sentences else "the whole dev split"
     )
-    results = []
-    for number, (row, delta, changes, paper_row) in enumerate(plan, 1):
+    results = {}
+
+    def run(row, position):
+        delta, changes, paper_row = plan[row]
         overrides = row_settings(base_overrides + delta, args.steps, args.bleu_sentences)
-        results.append(
-            run_row(row, base_config, overrides, workdir / row, print, changes, f"{number}/{len(plan)}", paper_row)
-        )
-        write_table(workdir, results, table3.PAPER, command_line, note)
+        results[row] = run_row(row, base_config, overrides, workdir / row, print, changes, position, paper_row)
+
+    for row in plan:  # finished rows not named in --rows: read back (never trained) if this command matches
+        if row not in order and (workdir / row / ROW_FILE).exists():
+            try:
+                run(row, "not in --rows")
+            except ConfigError as error:
+                print(f"left out of table3.md: {error}", flush=True)
+    for number, row in enumerate(order, 1):
+        run(row, f"{number}/{len(order)}")
+        table = [results[r] for r in plan if r in results]
+        write_table(workdir, table, table3.PAPER, command_line, note)
     print(f"wrote {workdir / 'table3.md'} and {workdir / 'table3.png'}")
 
 
