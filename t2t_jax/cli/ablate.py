@@ -46,7 +46,8 @@ def table_plan(rows: dict, seed: int, base_seeds: int) -> dict:
     (overrides, the changes as printed, paper row)."""
     plan = {}
     for row, (delta, paper_row) in rows.items():
-        plan[row] = (row_overrides(delta), " ".join(f"{k}={v}" for k, v in delta.items()) or "-", paper_row)
+        overrides = row_overrides(delta)
+        plan[row] = (overrides, " ".join(o.removeprefix("--config.") for o in overrides) or "-", paper_row)
         if row == "base":
             for extra in range(1, base_seeds):
                 change = f"train.seed={seed + extra}"
