@@ -67,19 +67,30 @@ def dot_product_unscaled(
 
 
 def fused(query, key, value, bias, *, dropout_rate=0.0, dropout_rng=None, deterministic=True, dtype="float32"):
-    """``jax.nn.dot_product_attention`` (XLA here; cuDNN flash attention on GPUs that have it).
+    """``jax.nn.dot_product_attention``: cuDNN's fused kernel on a GPU in bf16/f16, XLA's elsewhere.
 
-    No attention-weight dropout: the fused kernels do not expose the weights."""
+    jax picks XLA unless asked for cuDNN, so the GPU path asks, and falls back to XLA (at trace time) when
+    cuDNN refuses the shapes or is missing. The bias is broadcast over queries only, never over heads: a
+    [b, h, q, k] bias is the tensor a fused kernel exists not to build. No attention-weight dropout: the
+    fused kernels do not expose the weights."""
     if not deterministic and dropout_rate > 0.0:
         raise ValueError("attention='fused' has no attention-weight dropout; set model.attention_dropout=0")
-    batch, q_len, heads, _ = query.shape
-    if bias is not None:
-        bias = jnp.broadcast_to(bias, (batch, heads, q_len, key.shape[1]))
     dtype = jnp.dtype(dtype)
-    out = jax.nn.dot_product_attention(
-        query.astype(dtype), key.astype(dtype), value.astype(dtype), bias=None if bias is None else bias.astype(dtype)
-    )
-    return out.astype(dtype)
+    query, key, value = query.astype(dtype), key.astype(dtype), value.astype(dtype)
+    if bias is not None:  # [b or 1, 1, q or 1, k] -> [b or 1, 1, q, k]: the q and k extents cuDNN requires
+        bias = jnp.broadcast_to(bias, bias.shape[:2] + (query.shape[1], key.shape[1])).astype(dtype)
+    if fused_implementation(dtype) == "cudnn":
+        try:
+            return jax.nn.dot_product_attention(query, key, value, bias=bias, implementation="cudnn").astype(dtype)
+        except (ValueError, NotImplementedError, RuntimeError):  # shapes, head size or cuDNN version refused
+            pass
+    return jax.nn.dot_product_attention(query, key, value, bias=bias, implementation="xla").astype(dtype)
+
+
+def fused_implementation(dtype) -> str:
+    """ "cudnn" where jax can run cuDNN's fused attention (a GPU, half-precision inputs), else "xla"."""
+    half = jnp.dtype(dtype) in (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
+    return "cudnn" if half and jax.default_backend() == "gpu" else "xla"
 
 
 def additive(query, key, value, bias, *, v, dropout_rate=0.0, dropout_rng=None, deterministic=True, dtype="float32"):
