@@ -79,7 +79,8 @@ def test_the_best_entry_in_the_last_chunk_is_found():
 @pytest.mark.parametrize("beam", [1, 4])
 def test_decoding_with_two_passes_equals_one_pass(monkeypatch, beam):
     """Whole translations (greedy and beam 4, n-best) of a 512-word model are the same whether the search
-    ranks candidates in two passes (CHUNK divides the vocabulary) or in one ``lax.top_k``."""
+    ranks candidates in two passes (a chunk divides the vocabulary) or in one ``lax.top_k`` (no divisor in
+    CHUNK_RANGE)."""
     from t2t_jax.decode import topk
     from t2t_jax.decode.decoder import translate_ids
     from t2t_jax.model import ModelConfig
@@ -92,11 +93,13 @@ def test_decoding_with_two_passes_equals_one_pass(monkeypatch, beam):
     src = np.random.default_rng(0).integers(3, cfg.vocab_size, (3, 7)).astype(np.int32)
 
     def decode():
-        jitted = jax.jit(translate_ids.__wrapped__, static_argnames=("cfg", "beam", "nbest"))
-        return jitted(params, src, cfg=cfg, beam=beam, nbest=beam)
+        return translate_ids(params, src, cfg=cfg, beam=beam, nbest=beam)
 
+    assert topk.chunk_size(cfg.vocab_size) == CHUNK
     two_pass = decode()
-    monkeypatch.setattr(topk, "CHUNK", 7)  # no longer divides the vocabulary: one lax.top_k
+    monkeypatch.setattr(topk, "CHUNK_RANGE", (4 * CHUNK + 1, 4 * CHUNK + 1))  # no divisor there: one lax.top_k
+    assert topk.chunk_size(cfg.vocab_size) is None
+    jax.clear_caches()  # jax caches traces by function and static arguments: trace again under the new range
     one_pass = decode()
     np.testing.assert_array_equal(np.asarray(two_pass[0]), np.asarray(one_pass[0]))
     np.testing.assert_array_equal(np.asarray(two_pass[1]), np.asarray(one_pass[1]))
