@@ -195,3 +195,23 @@ def test_vocabulary_sample_is_uniform_and_the_whole_corpus_when_small():
         counts[[int(s) for s in sample]] += 1
     assert counts.sum() == 200 * 100 and abs(counts[:1000].mean() - counts[1000:].mean()) < 1.0
     assert counts.max() < 40  # each sentence is picked with p = 1/20: about 10 times in 200 draws
+
+
+def test_preprocessing_reports_blank_pairs_bom_and_crlf_and_repairs_them(tmp_path):
+    """A corpus with a byte-order mark, CR LF endings and blank pairs: each repair is one log line naming the
+    file (and the first blank lines), the manifest records them, and the BOM and CR reach no sentence."""
+    config = corpus_config(tmp_path)
+    english = (tmp_path / "train.en").read_bytes().replace(b"\n", b"\r\n")
+    (tmp_path / "train.en").write_bytes("\ufeff".encode() + english)
+    logged = []
+    data = make_data(config, tmp_path / "work", log=logged.append)
+    lines = "\n".join(logged)
+    assert "preprocess train: skipped 14 pair(s) with an empty side (line 6, 56, 106, 156, 206, ...)" in lines
+    assert f"preprocess train: {tmp_path}/train.en: removed the UTF-8 byte-order mark before line 1" in lines
+    assert f"preprocess train: {tmp_path}/train.en: 700 line(s) ended in CR LF; the CR was removed" in lines
+    repairs = records.read_manifest(tmp_path / "work" / "tokenized")["splits"]["train"]["repairs"]
+    assert repairs == {"bom": [f"{tmp_path}/train.en"], "crlf": {f"{tmp_path}/train.en": 700}}
+    sources, _ = read_parallel(f"{tmp_path}/train.en", f"{tmp_path}/train.de", training=True, **QUIET)
+    assert not sources[0].startswith("\ufeff") and not any(s.endswith("\r") for s in sources)
+    pieces = data.tokenizer.processor.id_to_piece(data.tokenizer.encode_batch(sources[:1])[0])
+    assert not any("\ufeff" in p or "\r" in p for p in pieces)

@@ -26,6 +26,7 @@ import numpy as np
 from t2t_jax.data import manifest as manifest_lib
 from t2t_jax.data import records
 from t2t_jax.data.sources import describe_split, stream_pairs
+from t2t_jax.data.text import describe_repairs
 from t2t_jax.data.tokenizer import Tokenizer, train_tokenizer
 from t2t_jax.errors import DataError
 from t2t_jax.progress import Meter
@@ -164,8 +165,8 @@ def _chunks(pairs, size: int):
 
 def _encode_split(config, split, tokenizer, directory, dtype, workers, shard_pairs, log) -> dict:
     """Encode ``split`` into shards ``<split>-NNNNN.array_record`` (one chunk of pairs each, in corpus order)."""
-    skipped: list = []
-    chunks = _chunks(stream_pairs(config, split, skipped=skipped), shard_pairs)
+    skipped, repairs = [], {}
+    chunks = _chunks(stream_pairs(config, split, skipped=skipped, repairs=repairs), shard_pairs)
     lengths_raw = directory / f"{split}.lengths.raw"
     shards, pending, pool = [], collections.deque(), None
     pairs = 0
@@ -194,6 +195,8 @@ def _encode_split(config, split, tokenizer, directory, dtype, workers, shard_pai
     finally:
         if pool is not None:
             pool.terminate()
+    for line in describe_repairs(skipped, repairs):
+        log(f"preprocess {split}: {line}")
     if not pairs:
         raise DataError(f"{split}: no pairs with both sides non-empty in {describe_split(config, split)}")
     lengths = _write_lengths(lengths_raw, directory / records.lengths_file(split), pairs)
@@ -203,6 +206,7 @@ def _encode_split(config, split, tokenizer, directory, dtype, workers, shard_pai
         "shards": shards,
         "pairs": pairs,
         "skipped_empty": len(skipped),
+        "repairs": {"bom": repairs.get("bom", []), "crlf": repairs.get("crlf", {})},
         "source_tokens": int(lengths[:, 0].sum(dtype=np.int64)),
         "target_tokens": int(lengths[:, 1].sum(dtype=np.int64)),
         "length_histogram": {int(n): int(c) for n, c in enumerate(histogram) if c},

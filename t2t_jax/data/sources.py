@@ -52,9 +52,9 @@ def split_text(config, split: str, log=print):
     return read_parallel(source_file, target_file, training=split == "train", log=log)
 
 
-def stream_pairs(config, split: str, skipped: list | None = None):
+def stream_pairs(config, split: str, skipped: list | None = None, repairs: dict | None = None):
     """(source, target) text pairs of ``split``, streamed in corpus order (training drops empty sides,
-    appending where to ``skipped``)."""
+    appending where to ``skipped``; text files' repairs counted in ``repairs``, data/text.py)."""
     data = config.data
     if data.dataset in TFDS_NAMES:
         from t2t_jax.data.tfds_source import iter_tfds_pairs
@@ -63,7 +63,7 @@ def stream_pairs(config, split: str, skipped: list | None = None):
             data.dataset, split, data.source_lang, data.target_lang, data.tfds_data_dir or None, skipped=skipped
         )
     source_file, target_file = split_files(config, split)
-    return iter_parallel(source_file, target_file, training=split == "train", skipped=skipped)
+    return iter_parallel(source_file, target_file, training=split == "train", skipped=skipped, repairs=repairs)
 
 
 def describe_split(config, split: str) -> dict:
