@@ -172,3 +172,21 @@ def test_every_multi30k_row_is_a_valid_model_differing_from_base_as_named():
         assert paper_row is None or paper_row in PAPER, row
     heads = load_config("table3:multi30k/A_h8").model
     assert ModelConfig.from_mapping(heads.to_dict()).head_dim_k == 32  # d_k = d / h
+
+
+@pytest.mark.slow
+def test_paper_table_rows_run_on_a_base_config_and_print_the_papers_figures(tmp_path):
+    """--table paper: the paper's row deltas (configs/table3.py ROWS) on the given base config, each row beside
+    the paper's own dev PPL and BLEU for it."""
+    write_task(tmp_path, "train", 200, 0)
+    write_task(tmp_path, "dev", 6, 1)
+    out = ablate(tmp_path, "--table", "paper", "--base-seeds", "1", steps=2, rows="D_ls0.0")
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = (tmp_path / "ab" / "table3.md").read_text().splitlines()
+    assert "--table paper" in lines[0]
+    rows = {line.split("|")[1].strip(): line for line in lines if line.startswith(("| base", "| D_ls0.0"))}
+    assert sorted(rows) == ["D_ls0.0", "base"]
+    assert "train.label_smoothing=0.0" in rows["D_ls0.0"] and "| D_ls0.0 | 4.67 | 25.3 |" in rows["D_ls0.0"]
+    assert "| base | 4.92 | 25.8 |" in rows["base"]
+    results = {r["row"]: r for r in json.loads((tmp_path / "ab" / "table3.json").read_text())}
+    assert results["D_ls0.0"]["params_m"] == results["base"]["params_m"]  # the same shapes, another smoothing

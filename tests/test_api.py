@@ -1,6 +1,8 @@
 """The public Python API: the README's notebook example run as written (only its ``budget`` line replaced),
 packaged configs by name from any directory, and the lazy top-level names."""
 
+import ast
+import json
 import subprocess
 import sys
 
@@ -13,10 +15,20 @@ from readme_example import ROOT, SHARED_DATA, run_readme_example
 def test_the_readme_python_example_runs_as_written(tmp_path):
     result = run_readme_example(tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    lines = result.stdout.strip().splitlines()
-    assert any(line.startswith("steps 24 ") for line in lines), lines[-12:]  # stopped, steps, test BLEU
-    assert (tmp_path / "workdirs" / "m30k_notebook" / "averaged").is_dir()
-    assert (tmp_path / "workdirs" / "m30k_notebook" / "final.json").exists()
+    lines = result.stdout.strip().splitlines()[-5:]  # what the example prints, after the training's log
+    stopped, steps, bleu = lines[0].split()  # stopped, steps, test BLEU
+    final = json.loads((tmp_path / "workdirs" / "m30k_notebook" / "final.json").read_text())
+    assert (stopped, steps) == ("steps", "24") and float(bleu) == final["reports"]["test"]["sacrebleu"]["score"]
+    assert (
+        final["reports"]["test"]["sentences"] == 20 and (tmp_path / "workdirs" / "m30k_notebook" / "averaged").is_dir()
+    )
+    best = ast.literal_eval(lines[1])  # translations.best: one string per input line
+    assert isinstance(best, list) and len(best) == 2 and all(isinstance(t, str) for t in best)
+    nbest = [float(line.split(" ", 1)[0]) for line in lines[2:4]]  # the 2 best of the first line, best first
+    assert nbest == sorted(nbest, reverse=True) and lines[2].split(" ", 1)[1] == best[0]
+    sacrebleu_score, chrf_score, signature = lines[4].split(" ", 2)
+    assert 0.0 <= float(sacrebleu_score) <= 100.0 and 0.0 < float(chrf_score) <= 100.0
+    assert signature.startswith("nrefs:1|case:mixed|eff:no|tok:13a")
 
 
 def test_packaged_configs_load_by_name_and_by_checkout_path_from_any_directory(tmp_path):

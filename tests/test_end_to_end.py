@@ -109,7 +109,12 @@ def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
     assert maps.returncode == 0 and "translation: D C B A" in maps.stdout, maps.stdout + maps.stderr
     pngs = sorted((workdir / "attention").glob("*.png"))
     assert len(pngs) == 6  # 2 encoder self + 2 decoder self + 2 decoder cross layers
-    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    from PIL import Image
+
+    for png in pngs:  # a drawn map: a real image with more than a background colour in it
+        with Image.open(png) as image:
+            assert image.format == "PNG" and min(image.size) >= 200
+            assert len(image.convert("L").getcolors(maxcolors=1 << 16) or range(1 << 16)) > 20, png.name
     (workdir / "curves.png").unlink()
     curves = subprocess.run(
         [sys.executable, "-m", "t2t_jax.visualize", "--workdir", str(workdir), "--curves"],
@@ -118,3 +123,34 @@ def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
         timeout=120,
     )
     assert curves.returncode == 0 and (workdir / "curves.png").read_bytes()[:4] == b"\x89PNG", curves.stderr
+
+    # n-best output: per line "hypothesis<TAB>score" × n, best first, scores the model's (not increasing)
+    nbest = subprocess.run(
+        [sys.executable, "-m", "t2t_jax.translate", "--workdir", str(workdir), "--checkpoint", "best"]
+        + ["--beam", "4", "--nbest", "3", "--input", str(tmp_path / "test.en")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert nbest.returncode == 0, nbest.stderr
+    lines = nbest.stdout.splitlines()
+    assert len(lines) == 40
+    for line in lines:
+        fields = line.split("\t")
+        assert len(fields) == 6, line
+        texts, scores = fields[0::2], [float(x) for x in fields[1::2]]
+        assert scores == sorted(scores, reverse=True) and len(set(texts)) == 3
+    assert sum(line.split("\t")[0] == ref for line, ref in zip(lines, references)) >= 39
+    # Translator.score: corpus BLEU and chrF of its hypotheses, as sacreBLEU computes them itself
+    import sacrebleu
+
+    from t2t_jax.api import Translator
+
+    translator = Translator.from_workdir(workdir, checkpoint="best")
+    sources = (tmp_path / "test.en").read_text().splitlines()
+    wrong = [" ".join(ref.split()[::-1]) for ref in references]  # unreversed: partial credit, not 100
+    scores = translator.score(sources, wrong, beam=1)
+    assert scores.hypotheses == translator.translate(sources, beam=1).best
+    assert scores.sacrebleu == pytest.approx(sacrebleu.corpus_bleu(scores.hypotheses, [wrong]).score)
+    assert scores.chrf == pytest.approx(sacrebleu.corpus_chrf(scores.hypotheses, [wrong]).score)
+    assert 0 < scores.sacrebleu < 100 and scores.signature.startswith("nrefs:1|case:mixed|eff:no|tok:13a")

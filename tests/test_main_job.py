@@ -6,9 +6,14 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+import sacrebleu
+from flax.traverse_util import flatten_dict
 from safetensors.numpy import load_file
 from test_data import SHARED_DATA, needs_shared_data
+
+from t2t_jax.checkpoint.params import load_params
 
 COMMANDS = ["train", "preprocess", "translate", "evaluate", "average", "export", "import_marian", "visualize", "ablate"]
 
@@ -106,9 +111,13 @@ def test_main_job_command_train_average_evaluate_translate_export(tmp_path):
     assert again["sacrebleu"]["score"] == pytest.approx(chosen["bleu"], abs=1e-9)
     report = json.loads((workdir / "eval" / f"test.{checkpoint}.json").read_text())
     assert final["reports"]["test"] == report and report["alpha"] == chosen["alpha"]
-    assert report["sentences"] == 30 and report["beam"] == 4 and 0 <= report["sacrebleu"]["score"] <= 100
+    assert report["sentences"] == 30 and report["beam"] == 4
     assert report["sacrebleu"]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
-    assert len((workdir / "eval" / f"test.{checkpoint}.hyp").read_text(encoding="utf-8").splitlines()) == 30
+    hypotheses = (workdir / "eval" / f"test.{checkpoint}.hyp").read_text(encoding="utf-8").splitlines()
+    references = (tmp_path / "data" / "multi30k" / "test_2016_flickr.de").read_text(encoding="utf-8").splitlines()
+    assert len(hypotheses) == len(references) == 30  # the report's score is sacreBLEU's of the written hypotheses
+    assert report["sacrebleu"]["score"] == pytest.approx(sacrebleu.corpus_bleu(hypotheses, [references]).score)
+    assert report["chrf"]["score"] == pytest.approx(sacrebleu.corpus_chrf(hypotheses, [references]).score)
     assert "sacreBLEU" in (workdir / "eval" / f"test.{checkpoint}.md").read_text()
     # translate and export the averaged checkpoint.
     source = tmp_path / "in.en"
@@ -153,6 +162,10 @@ def test_main_job_command_train_average_evaluate_translate_export(tmp_path):
     )
     tensors = load_file(str(tmp_path / "export" / "params.safetensors"))
     assert tensors["encoder/layer_0/self_attn/query/kernel"].shape == (256, 4, 64)
+    averaged = flatten_dict(load_params(workdir, "averaged")[1], sep="/")  # the export is that checkpoint, exactly
+    assert set(tensors) == set(averaged)
+    for key, value in averaged.items():
+        np.testing.assert_array_equal(tensors[key], np.asarray(value), err_msg=key)
 
 
 @pytest.mark.parametrize("command", COMMANDS)

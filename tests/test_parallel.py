@@ -14,7 +14,8 @@ from t2t_jax.train.step import eval_step, jit_train_step
 
 
 def test_eight_cpu_devices_are_visible():
-    assert jax.device_count() == 8  # tests/conftest.py sets XLA_FLAGS before jax is imported
+    assert jax.default_backend() == "cpu"  # tests/conftest.py pins the CPU (JAX_PLATFORMS) ...
+    assert jax.device_count() == 8  # ... and sets XLA_FLAGS before jax is imported
 
 
 def setup(extra=()):
