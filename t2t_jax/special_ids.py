@@ -10,7 +10,7 @@ import dataclasses
 
 @dataclasses.dataclass(frozen=True)
 class SpecialIds:
-    pad: int = 0  # padding, and the decoder's start token (no BOS; DESIGN.md)
+    pad: int = 0  # padding, and the decoder's start token (no BOS; docs/design.md)
     eos: int = 1  # end of every sentence, source and target
 
     @classmethod

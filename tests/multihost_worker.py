@@ -3,7 +3,9 @@
 Usage: XLA_FLAGS=--xla_force_host_platform_device_count=K \
     python tests/multihost_worker.py PORT PROCESS_ID PROCESSES WORKDIR [--config.a.b=v ...]
 
-PROCESSES = 1 runs without a process group.  With T2T_FAKE_GCS=ROOT set, gs:// is a local fake rooted at ROOT
+PROCESSES = 1 runs without a process group.  T2T_TEST_STEP_SECONDS=S makes every batch take at least S seconds, so
+that a test of timed behaviour has a lower bound on elapsed time whatever the machine's speed.  With
+T2T_FAKE_GCS=ROOT set, gs:// is a local fake rooted at ROOT
 (tests/fake_gcs.py).  Records, per process, in WORKDIR/records/:
   p<i>.examples.jsonl  one line per training batch: the (epoch, example index) pairs packed into it
   p<i>.saves.jsonl     the step of every checkpoint save this process entered
@@ -13,6 +15,7 @@ PROCESSES = 1 runs without a process group.  With T2T_FAKE_GCS=ROOT set, gs:// i
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
@@ -42,7 +45,10 @@ def main():
 
     next_batch, save = pipeline.PrefetchedBatches.__next__, manager.Checkpointer.save
 
+    step_seconds = float(os.environ.get("T2T_TEST_STEP_SECONDS", "0"))
+
     def recording_next(self):
+        time.sleep(step_seconds)
         batch = next_batch(self)
         record(prefix + ".examples.jsonl", self.taken)
         return batch

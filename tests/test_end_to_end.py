@@ -90,8 +90,8 @@ def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
             str(tmp_path / "test.en"),
             "--ref",
             str(tmp_path / "test.de"),
-            "--beam",
-            "1",
+            "--checkpoint",
+            "best",
         ],
         capture_output=True,
         text=True,
@@ -99,9 +99,10 @@ def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
     )
     assert evaluate.returncode == 0 and "sacreBLEU 100.00" in evaluate.stdout, evaluate.stdout + evaluate.stderr
     assert "evaluate test.en [####################] 100% 40/40 sentences" in evaluate.stderr
-    assert (workdir / "eval" / "test.en.latest.json").exists()
+    assert (workdir / "eval" / "test.en.best.hyp").read_text().splitlines() == hypotheses  # translate's, beam 4
     maps = subprocess.run(
-        [sys.executable, "-m", "t2t_jax.visualize", "--workdir", str(workdir), "--sentence", "a b c d"],
+        [sys.executable, "-m", "t2t_jax.visualize", "--workdir", str(workdir), "--checkpoint", "best"]
+        + ["--sentence", "a b c d"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -139,7 +140,7 @@ def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
         fields = line.split("\t")
         assert len(fields) == 6, line
         texts, scores = fields[0::2], [float(x) for x in fields[1::2]]
-        assert scores == sorted(scores, reverse=True) and len(set(texts)) == 3
+        assert scores == sorted(scores, reverse=True) and all(texts)  # distinct ids may read alike
     assert sum(line.split("\t")[0] == ref for line, ref in zip(lines, references)) >= 39
     # Translator.score: corpus BLEU and chrF of its hypotheses, as sacreBLEU computes them itself
     import sacrebleu

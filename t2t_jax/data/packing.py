@@ -1,6 +1,6 @@
 """Pack tokenized examples into fixed-shape rows: several examples per row with segment ids.
 
-Row layout (DESIGN.md "Packing"): ``*_segmentation`` is 1..n per example and 0 on
+Row layout (docs/design.md, "Data"): ``*_segmentation`` is 1..n per example and 0 on
 padding; ``*_position`` restarts at 0 for each example. The model shifts targets
 right per segment, so no segment sees the previous one's EOS.
 """

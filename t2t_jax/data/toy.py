@@ -1,6 +1,6 @@
 """Generated sequence tasks (copy, reverse) for smoke runs and learning tests.
 
-Ids follow DESIGN.md: 0 pad, 1 eos, 2 unk; symbols are 3..vocab-1.  Batch i is a
+Ids follow docs/design.md: 0 pad, 1 eos, 2 unk; symbols are 3..vocab-1.  Batch i is a
 pure function of (seed, i), so iteration is reproducible and resumable.
 """
 

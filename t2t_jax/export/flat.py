@@ -1,7 +1,7 @@
 """Flat parameter files: names exactly as in the model tree (``encoder/layer_0/self_attn/query/kernel``).
 
 ``safetensors`` or ``npz`` plus ``config.json`` (the model config) and ``spm.model`` (the
-tokenizer) side by side. The names are the stable export keys documented in DESIGN.md.
+tokenizer) side by side. The names are the stable export keys documented in docs/design.md.
 """
 
 from __future__ import annotations

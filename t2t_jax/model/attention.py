@@ -21,7 +21,7 @@ from t2t_jax.model.layers import glorot_uniform
 
 
 class MultiHeadAttention(nn.Module):
-    """MultiHead(Q, K, V) = Concat(head_1..h) W^O, no biases on the projections (DESIGN.md).
+    """MultiHead(Q, K, V) = Concat(head_1..h) W^O, no biases on the projections (docs/design.md).
 
     Kernels are stored as (d_model, heads, head_dim) / (heads, head_dim, d_model)
     with Glorot fans computed on the 2-D view.
