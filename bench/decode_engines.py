@@ -196,7 +196,7 @@ def main():
             pathlib.Path(source_file).write_text("\n".join(sources) + "\n", encoding="utf-8")
             report["commands"] = commands(args.workdir, args.checkpoint, source_file, f"{scratch}/ct2", scratch)
             print("commands", report["commands"], file=sys.stderr, flush=True)
-    report["issue_19_criteria"] = criteria(report)
+    report["targets"] = criteria(report)
     for name in outputs:
         if name.endswith("beam1") and not name.startswith("t2t_jax"):
             same = sum(a == b for a, b in zip(outputs[name], outputs["t2t_jax_beam1"])) / len(sources)

@@ -1,6 +1,6 @@
 """Do two checkouts compile the decoder and the train step to the same programs? Prints JSON.
 
-    git worktree add /tmp/before <rev>
+    git clone --quiet . /tmp/before && git -C /tmp/before checkout <rev>
     python bench/same_programs.py /tmp/before .      # before, after
 
 For a refactor that must not change speed, a timing A/B on a shared 2-core machine is noisy (±20 % between
@@ -34,7 +34,7 @@ from t2t_jax.train.state import create_state, init_params, make_optimizer
 from t2t_jax.train.step import jit_train_step
 
 out = pathlib.Path(sys.argv[1])
-greedy = 0 if "beam=0" in open("bench/decode.py").read() else 1  # greedy was spelled beam 0 before #16
+greedy = 0 if "beam=0" in open("bench/decode.py").read() else 1  # greedy was spelled beam 0 before the attention registry
 for dtype in ("float32", "bfloat16"):
     cfg = model_config(SIZES["tiny"], dtype)
     params = init_params(cfg, seed=0)

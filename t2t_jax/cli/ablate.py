@@ -7,7 +7,7 @@ split: perplexity per wordpiece and greedy sacreBLEU. ``--table multi30k`` (the 
 table of configs/table3.py's MULTI30K_ROWS on configs/multi30k.py; ``--table paper`` is the paper's rows
 on configs/base.py. DIR/table3.md (+ .json, + table3.png) is rewritten after every row, in the table's
 row order, with every finished row in DIR that this command would train the same way, named in ``--rows``
-or not: a table built over several sessions, one invocation each, stays whole.
+or not: a table built over several invocations stays whole.
 
 Run the same command again to resume: a finished row (DIR/<row>/row.json) is skipped, a row cut short
 resumes from its last checkpoint, and a row trained with other settings, or from another version of the
@@ -88,7 +88,7 @@ def flat_config(values: dict) -> dict:
 
 def config_changes(recorded: dict, now: dict) -> list[str]:
     """Keys of a recorded row's run config whose value the same command now resolves differently (a base
-    config file edited between sessions). Keys new to the schema are not changes: they did not exist then."""
+    config file edited between invocations). Keys new to the schema are not changes: they did not exist then."""
     missing = object()
     return [
         f"{key}: {recorded[key]!r} -> {now.get(key, '(gone)')!r}"
@@ -109,7 +109,7 @@ def run_row(row, base_config, overrides, workdir, say, changes="-", position="",
     """Train one row (``overrides`` from row_settings) or take its finished result; returns the result.
     Progress lines go to ``say`` prefixed with the row and ``position`` ("2/5"). A finished row counts only
     if both its command-line settings and its whole resolved run config are what this command gives now:
-    a table resumed across sessions must not mix rows of two versions of the base recipe."""
+    a table resumed across invocations must not mix rows of two versions of the base recipe."""
     from t2t_jax.train.history import read_history
     from t2t_jax.train.loop import train
 

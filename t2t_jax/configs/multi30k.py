@@ -25,11 +25,11 @@ def get_config():
     )
     c.optimizer.schedule += "*linear_cooldown"  # rsqrt, then linearly to 0 over the last 30 % of train.steps
     c.optimizer.cooldown_fraction = 0.3
-    c.optimizer.cooldown_by_budget = True  # a VM too slow for step 3220 by minute 59.5 starts cooling there
+    c.optimizer.cooldown_by_budget = True  # a machine too slow for step 3220 by minute 59.5 starts cooling there
     c.optimizer.constant = 2.0
     c.optimizer.warmup_steps = 1000
     c.train.label_smoothing = 0.1
-    c.train.steps = 4600  # ~82 min on this 2-core VM (1.07 s/step with dev evaluation, measured)
+    c.train.steps = 4600  # ~82 min on a 2-core CPU with AMX (1.07 s/step with dev evaluation, measured)
     c.train.max_minutes = 85.0  # a slower machine stops here, its cooldown started by time (cooldown_by_budget)
     c.train.bleu_every = 500  # greedy dev BLEU on all of val (≈0.5 min) keys the best slot
     c.train.bleu_beam = 1

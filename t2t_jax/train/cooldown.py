@@ -1,7 +1,7 @@
 """A linear cooldown that fits the time budget (``optimizer.cooldown_by_budget``).
 
 Why: the main job's budget is minutes (``train.max_minutes``) but its schedule is steps (``train.steps``).
-On a VM 40 % slower than the one that set train.steps (this project's 2-core VMs vary that much) the budget
+On a machine 40 % slower than the one that set train.steps (2-core CPUs of one model name vary that much) the budget
 stops the run early in the step-keyed cooldown or before it, at a still-high rate.
 
 With the option on, the cooldown starts at the first agreed step boundary (train/control.py votes on the
