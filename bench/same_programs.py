@@ -34,7 +34,8 @@ from t2t_jax.train.state import create_state, init_params, make_optimizer
 from t2t_jax.train.step import jit_train_step
 
 out = pathlib.Path(sys.argv[1])
-greedy = 0 if "beam=0" in open("bench/decode.py").read() else 1  # greedy was spelled beam 0 before the attention registry
+# greedy was spelled beam 0 before the attention registry
+greedy = 0 if "beam=0" in open("bench/decode.py").read() else 1
 for dtype in ("float32", "bfloat16"):
     cfg = model_config(SIZES["tiny"], dtype)
     params = init_params(cfg, seed=0)
