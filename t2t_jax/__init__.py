@@ -2,19 +2,30 @@
 
 The public API (imported on first use, so ``import t2t_jax`` stays cheap): ``configs`` (the packaged configs:
 ``configs.get("multi30k", "--config.a.b=v")``), ``train_and_evaluate(config, workdir)`` (named as in the Flax
-examples; ``t2t_jax.train`` is the training package), ``Translator.from_workdir(workdir)`` with ``.translate``
-and ``.score``, and ``Transformer`` / ``ModelConfig`` for your own loop.
+examples; ``t2t_jax.train`` is the training package), ``Translator.from_workdir(workdir)`` with ``.translate``,
+``.score`` (corpus BLEU against references) and ``.score_pairs`` (log P of given translations), and
+``Transformer`` / ``ModelConfig`` for your own loop.
 """
 
 __version__ = "0.1.0"
 
-__all__ = ["ModelConfig", "Scores", "TrainingRun", "Transformer", "Translator", "configs", "train_and_evaluate"]
+__all__ = [
+    "ModelConfig",
+    "PairScore",
+    "Scores",
+    "TrainingRun",
+    "Transformer",
+    "Translator",
+    "configs",
+    "train_and_evaluate",
+]
 
 _FROM = {
     "ModelConfig": "t2t_jax.model.config",
     "Transformer": "t2t_jax.model.transformer",
     "Translator": "t2t_jax.api",
     "Scores": "t2t_jax.api",
+    "PairScore": "t2t_jax.decode.score",
     "TrainingRun": "t2t_jax.api",
     "train_and_evaluate": "t2t_jax.api",
 }

@@ -55,7 +55,8 @@ class Scores:
 
 
 class Translator:
-    """A trained model with its tokenizer: ``translate`` lines, ``score`` them against references."""
+    """A trained model with its tokenizer: ``translate`` lines, ``score`` them against references,
+    ``score_pairs``: the model's log-probability of given translations."""
 
     def __init__(self, model: LoadedModel):
         self.model = model
@@ -108,3 +109,19 @@ class Translator:
         hypotheses = self.translate(sources, beam=beam, alpha=alpha).best
         bleu = sacre_bleu(hypotheses, references)
         return Scores(bleu["score"], chrf(hypotheses, references)["score"], bleu["signature"], hypotheses)
+
+    def score_pairs(self, sources, targets, *, per_token: bool = False, tokens_per_batch: int = TOKENS_PER_BATCH):
+        """log P(target | source) of each line pair under the model (forced decoding), as ``PairScore``s:
+        ``total``, ``normalized`` (per token, EOS included), ``tokens``, and ``per_token`` when asked for."""
+        from t2t_jax.decode.score import score_texts
+
+        model = self.model
+        return score_texts(
+            sources,
+            targets,
+            model.tokenizer,
+            model.params,
+            model.cfg,
+            per_token=per_token,
+            tokens_per_batch=tokens_per_batch,
+        )

@@ -15,7 +15,18 @@ from test_data import SHARED_DATA, needs_shared_data
 
 from t2t_jax.checkpoint.params import load_params
 
-COMMANDS = ["train", "preprocess", "translate", "evaluate", "average", "export", "import_marian", "visualize", "ablate"]
+COMMANDS = [
+    "train",
+    "preprocess",
+    "translate",
+    "score",
+    "evaluate",
+    "average",
+    "export",
+    "import_marian",
+    "visualize",
+    "ablate",
+]
 
 
 def slice_multi30k(root, counts):
