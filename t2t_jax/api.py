@@ -33,7 +33,7 @@ def train_and_evaluate(config, workdir: str, *, final: bool = True, log=print) -
     from t2t_jax.train.finish import choices, final_splits, finish
     from t2t_jax.train.loop import train as train_loop
 
-    check_splits(config, ["train", "validation", *final_splits(config)])  # now, not after the training
+    check_splits(config, ["train", "validation", *final_splits(config)], log)  # now, not after the training
     choices(config)  # a typo in final.select_on / *_choices fails now too
     summary = dict(train_loop(config, str(workdir), printer=log))
     state = summary.pop("state")

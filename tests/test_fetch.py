@@ -69,32 +69,54 @@ def test_a_mirror_with_other_bytes_is_one_clear_error(tmp_path, mirror):
     assert code == 3 and output.startswith("error: ") and "Traceback" not in output
 
 
-def test_the_main_job_without_data_names_the_fetch_command(tmp_path):
+def no_data_env(tmp_path, source):
+    """No data directory named: the cache folder under tmp_path, the Multi30k source ``source``."""
     env = {k: v for k, v in os.environ.items() if k != "T2T_DATA_DIR"}
+    return {**env, "XDG_CACHE_HOME": str(tmp_path / "cache"), "T2T_MULTI30K_URL": source}
+
+
+@needs_shared_data
+def test_the_main_job_fetches_multi30k_itself_when_it_is_missing(tmp_path, mirror, monkeypatch):
+    from t2t_jax.config import load_config
+    from t2t_jax.data.sources import check_splits
+
+    for name, value in no_data_env(tmp_path, mirror.as_uri()).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("T2T_DATA_DIR", raising=False)
+    messages = []
+    check_splits(load_config("multi30k"), ["train", "validation", "test"], log=messages.append)
+    folder = tmp_path / "cache" / "t2t_jax" / "data" / "multi30k"
+    assert messages[0].startswith(f"Multi30k is not in {folder}: fetching it from {mirror.as_uri()}")
+    for name in MULTI30K_SHA256:
+        assert (folder / name).read_bytes() == (SHARED_DATA / "multi30k" / name).read_bytes()
+    assert not list(folder.glob("*.tmp"))  # nothing half-written left behind
+    messages.clear()
+    check_splits(load_config("multi30k"), ["train", "validation", "test"], log=messages.append)
+    assert messages == []  # present: nothing fetched, nothing said
+
+
+def test_the_main_job_offline_fails_at_once_saying_what_to_download_and_where(tmp_path):
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "t2t_jax.train",
-            "--config",
-            "experiments/multi30k.py",
-            "--workdir",
-            str(tmp_path / "w"),
-        ],
+        [sys.executable, "-m", "t2t_jax.train", "--config", "multi30k", "--workdir", str(tmp_path / "w")],
         capture_output=True,
         text=True,
         timeout=120,
-        env=env,
+        env=no_data_env(tmp_path, str(tmp_path / "unreachable")),  # a mirror that is not there: no network used
     )
-    assert result.returncode == 2
-    assert "python -m t2t_jax.data.fetch multi30k --to DIR" in result.stderr and "Traceback" not in result.stderr
+    folder = tmp_path / "cache" / "t2t_jax" / "data"
+    assert result.returncode == 3, result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert f"Multi30k is not in {folder / 'multi30k'} and fetching it failed" in line
+    assert "Download the nine files <split>.<lang>.gz (train, val, test_2016_flickr; en, de, fr)" in line
+    assert f"python -m t2t_jax.data.fetch multi30k --to {folder} --from F" in line and "Traceback" not in result.stderr
+    assert not (tmp_path / "w" / "checkpoints").exists()
 
 
 def test_wmt14_preparation_asks_tfds_for_array_record(tmp_path, monkeypatch):
     """The preparation itself downloads gigabytes and never runs in tests; its call to tfds is checked."""
     import tensorflow_datasets as tfds
 
-    from t2t_jax.data.fetch import main
+    from t2t_jax.cli.fetch import main
 
     calls = []
 

@@ -14,14 +14,12 @@ Then ``T2T_DATA_DIR=DIR python -m t2t_jax.train --config experiments/multi30k.py
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import hashlib
 import os
 import urllib.error
 import urllib.request
 
-from t2t_jax.cli.common import command
 from t2t_jax.errors import DataError
 
 MULTI30K_REPOSITORY = "https://github.com/multi30k/dataset"
@@ -57,7 +55,7 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _read(source: str, name: str) -> bytes:
+def _read(source: str, name: str, timeout: float = FETCH_TIMEOUT_SECONDS) -> bytes:
     """The bytes of ``<source>/<name>``: a URL (https://, file://) or a local folder."""
     if "://" not in source:
         path = os.path.join(source, name)
@@ -67,7 +65,7 @@ def _read(source: str, name: str) -> bytes:
             return file.read()
     url = f"{source.rstrip('/')}/{name}"
     try:
-        with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT_SECONDS) as response:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
             return response.read()
     except (urllib.error.URLError, OSError) as error:
         raise DataError(
@@ -75,8 +73,10 @@ def _read(source: str, name: str) -> bytes:
         ) from None
 
 
-def fetch_multi30k(to: str, source: str = MULTI30K_URL, log=print) -> dict:
-    """Make ``<to>/multi30k`` complete and verified; returns {"fetched": [names], "verified": [names]}."""
+def fetch_multi30k(to: str, source: str = MULTI30K_URL, log=print, timeout: float = FETCH_TIMEOUT_SECONDS) -> dict:
+    """Make ``<to>/multi30k`` complete and verified; returns {"fetched": [names], "verified": [names]}.
+    Each file is written under a temporary name and renamed when verified: never half-written, and
+    processes sharing a file system do not write over each other's partial files."""
     folder = os.path.join(to, "multi30k")
     os.makedirs(folder, exist_ok=True)
     done = {"fetched": [], "verified": []}
@@ -89,7 +89,7 @@ def fetch_multi30k(to: str, source: str = MULTI30K_URL, log=print) -> dict:
                     continue
             log(f"{path}: sha256 mismatch (damaged or partial): fetching it again")
         try:
-            data = gzip.decompress(_read(source, name + ".gz"))
+            data = gzip.decompress(_read(source, name + ".gz", timeout))
         except (OSError, EOFError) as error:  # gzip.BadGzipFile is an OSError
             raise DataError(f"{source}/{name}.gz: not a valid gzip file ({error})") from None
         if sha256(data) != digest:
@@ -97,9 +97,10 @@ def fetch_multi30k(to: str, source: str = MULTI30K_URL, log=print) -> dict:
                 f"{source}/{name}.gz: sha256 {sha256(data)} of the gunzipped file, expected {digest} "
                 f"(commit {MULTI30K_COMMIT[:12]}); the mirror serves a different file"
             )
-        with open(path + ".tmp", "wb") as file:
+        partial = f"{path}.{os.getpid()}.tmp"
+        with open(partial, "wb") as file:
             file.write(data)
-        os.replace(path + ".tmp", path)  # never a half-written file under the final name
+        os.replace(partial, path)  # never a half-written file under the final name
         done["fetched"].append(name)
         log(f"fetched {name} ({len(data):,} bytes, sha256 verified)")
     with open(os.path.join(folder, "PROVENANCE.md"), "w") as file:
@@ -121,26 +122,7 @@ def prepare_wmt14(to: str, pair: str, log=print) -> None:
     log(f"done: train with --config.data.tfds_data_dir={to}")
 
 
-@command
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m t2t_jax.data.fetch", description=__doc__.split("\n\n")[0])
-    parser.add_argument("dataset", choices=["multi30k", "wmt14"])
-    parser.add_argument(
-        "--to", required=True, help="data directory (T2T_DATA_DIR for multi30k, data.tfds_data_dir for wmt14)"
-    )
-    parser.add_argument(
-        "--from",
-        dest="source",
-        default=MULTI30K_URL,
-        help="multi30k: a mirror URL (https://, file://) or folder with the <split>.<lang>.gz files",
-    )
-    parser.add_argument("--pair", choices=WMT14_PAIRS, default="de-en", help="wmt14: the language pair")
-    args = parser.parse_args(argv)
-    if args.dataset == "multi30k":
-        fetch_multi30k(args.to, args.source)
-    else:
-        prepare_wmt14(args.to, args.pair)
+if __name__ == "__main__":  # ``python -m t2t_jax.data.fetch``: the command lives in cli/fetch.py
+    from t2t_jax.cli.fetch import main
 
-
-if __name__ == "__main__":
     main()

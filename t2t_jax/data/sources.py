@@ -24,21 +24,41 @@ SPLITS = ("train", "validation", "test")
 MULTI30K_FILES = {"train": "train", "validation": "val", "test": "test_2016_flickr"}
 TFDS_NAMES = ("wmt14_translate/de-en", "wmt14_translate/fr-en")
 FETCH_COMMAND = "python -m t2t_jax.data.fetch multi30k"  # data/fetch.py
+AUTO_FETCH_TIMEOUT_SECONDS = 20  # per file: an unreachable host fails fast, a slow link still gets its 6 MB
 
 
 def data_dir(config) -> pathlib.Path:
+    """data.data_dir, else $T2T_DATA_DIR, else a cache folder (where the train command fetches Multi30k)."""
     path = config.data.data_dir or os.environ.get("T2T_DATA_DIR", "")
-    if not path:
-        raise ConfigError(
-            f"no data directory: set data.data_dir or the T2T_DATA_DIR environment variable; to "
-            f"get Multi30k run `{FETCH_COMMAND} --to DIR`, then T2T_DATA_DIR=DIR"
-        )
-    if not pathlib.Path(path).is_dir():
-        raise ConfigError(
-            f"data directory {path} does not exist (data.data_dir / T2T_DATA_DIR); to get "
-            f"Multi30k there run `{FETCH_COMMAND} --to {path}`"
-        )
-    return pathlib.Path(path)
+    return pathlib.Path(path) if path else default_data_dir()
+
+
+def default_data_dir() -> pathlib.Path:
+    """$XDG_CACHE_HOME/t2t_jax/data (~/.cache/t2t_jax/data)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(cache) / "t2t_jax" / "data"
+
+
+def ensure_multi30k(config, log=print) -> None:
+    """Fetch and verify Multi30k into the data directory when one of its files is missing, so that the main
+    job is one command; offline, one error that says what to download and where to put it. The source is
+    $T2T_MULTI30K_URL when set (a mirror: URL or folder), else the Multi30k repository at a fixed commit."""
+    from t2t_jax.data.fetch import MULTI30K_SHA256, MULTI30K_URL, fetch_multi30k
+
+    folder = data_dir(config)
+    if all((folder / "multi30k" / name).is_file() for name in MULTI30K_SHA256):
+        return
+    source = os.environ.get("T2T_MULTI30K_URL") or MULTI30K_URL
+    log(f"Multi30k is not in {folder / 'multi30k'}: fetching it from {source} (9 files, 6.4 MB, sha256-verified)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fetch_multi30k(str(folder), source, log=log, timeout=AUTO_FETCH_TIMEOUT_SECONDS)
+    except (DataError, OSError) as error:
+        raise DataError(
+            f"Multi30k is not in {folder / 'multi30k'} and fetching it failed: {error}. Download the nine files "
+            f"<split>.<lang>.gz (train, val, test_2016_flickr; en, de, fr) from {MULTI30K_URL} into a folder F, "
+            f"then run `{FETCH_COMMAND} --to {folder} --from F` (or set T2T_DATA_DIR to a folder holding multi30k/)"
+        ) from None
 
 
 def split_text(config, split: str, log=print):
@@ -80,10 +100,13 @@ def describe_split(config, split: str) -> dict:
     return {"files": files}
 
 
-def check_splits(config, splits) -> None:
-    """Every local split a run will read exists (checked before training, not after it)."""
+def check_splits(config, splits, log=print) -> None:
+    """Every local split a run will read exists (checked before training, not after it); Multi30k is fetched
+    when it is missing."""
     if config.data.dataset in TFDS_NAMES or config.data.dataset.startswith(TOY_PREFIX):
         return
+    if config.data.dataset == "multi30k":
+        ensure_multi30k(config, log)
     for split in splits:
         split_files(config, split)
 
