@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_data import SHARED_DATA
 
 from t2t_jax.decode.decoder import translate_ids, translate_uncached
 from t2t_jax.decode.search import beam_search, greedy_search, length_penalty
@@ -16,6 +17,10 @@ from t2t_jax.evaluate.bleu import paper_bleu, paper_tokenize, sacre_bleu, split_
 from t2t_jax.model import ModelConfig
 from t2t_jax.train.state import init_params
 
+SHARED_MULTI30K = SHARED_DATA / "multi30k"
+needs_test2016 = pytest.mark.skipif(
+    not (SHARED_MULTI30K / "test_2016_flickr.de").exists(), reason=f"Multi30k not found at {SHARED_DATA}"
+)
 CFG = ModelConfig(vocab_size=40, d_model=32, num_heads=4, d_ff=64, encoder_layers=2, decoder_layers=2, max_len=64)
 
 
@@ -311,3 +316,27 @@ def test_compile_ahead_compiles_each_shape_once_and_decodes_as_translate_ids(par
     again = compile_ahead(params, shapes, cfg=CFG, beam=2, alpha=0.6, nbest=1)  # (2, 16) may still compile
     assert all(again[shape] is first[shape] for shape in first)  # one compilation per shape, shared
     assert again[2, 16].result() is first[2, 16].result()
+
+
+def test_lowercased_tokenized_bleu_by_hand():
+    """Case is ignored and punctuation is split off before BLEU is counted on the tokens."""
+    from t2t_jax.evaluate.bleu import lowercase_tokenized_bleu
+
+    same = lowercase_tokenized_bleu(["Ein Hund läuft schnell."], ["ein hund läuft schnell ."], "de")
+    assert same["score"] == pytest.approx(100.0)
+    # hyp "hund läuft schnell ." (4 tokens) against "ein hund läuft schnell ." (5): every 1- to 4-gram of the
+    # hypothesis is in the reference (precisions 4/4, 3/3, 2/2, 1/1), brevity penalty exp(1 - 5/4)
+    got = lowercase_tokenized_bleu(["Hund läuft schnell."], ["Ein Hund läuft schnell."], "de")
+    assert got["score"] == pytest.approx(100 * math.exp(1 - 5 / 4), abs=1e-6) and got["ref_len"] == 5
+    assert got["protocol"].startswith("lowercased, Moses-tokenized")
+
+
+@needs_test2016
+def test_lowercased_tokenized_reference_of_test2016_de_has_the_published_length():
+    """Published text-only Multi30k EN->DE results (e.g. Wu et al. 2021) report a test2016 reference of 12,103
+    words: what the raw test_2016_flickr.de gives after lowercasing and Moses tokenization (escape=False)."""
+    from t2t_jax.evaluate.bleu import lowercase_tokenized_bleu
+
+    references = (SHARED_MULTI30K / "test_2016_flickr.de").read_text(encoding="utf-8").splitlines()
+    assert len(references) == 1000
+    assert lowercase_tokenized_bleu(references, references, "de")["ref_len"] == 12103

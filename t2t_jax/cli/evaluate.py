@@ -61,6 +61,7 @@ def main(argv=None):
     print(
         f"checkpoint {args.checkpoint} (step {model.step}) on {name}: sacreBLEU {report['sacrebleu']['score']:.2f} "
         f"({report['sacrebleu']['signature']}) | paper BLEU {report['paper_bleu']['score']:.2f} | "
+        f"lowercased tokenized BLEU {report['lowercase_tokenized_bleu']['score']:.2f} | "
         f"chrF {report['chrf']['score']:.2f} | length ratio {report['length_ratio']:.3f} | "
         f"{report['decode']['sentences_per_s']:.1f} sentences/s"
     )

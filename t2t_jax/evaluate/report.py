@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from t2t_jax.decode.translate import DecodeStats, translate_texts
-from t2t_jax.evaluate.bleu import chrf, paper_bleu, sacre_bleu
+from t2t_jax.evaluate.bleu import chrf, lowercase_tokenized_bleu, paper_bleu, sacre_bleu
 from t2t_jax.workdir import workdir_path
 
 
@@ -39,6 +39,7 @@ def write_report(hypotheses, references, stats: DecodeStats, *, target_lang, bea
         "alpha": alpha,
         "sacrebleu": sacre,
         "paper_bleu": paper_bleu(hypotheses, references, target_lang),
+        "lowercase_tokenized_bleu": lowercase_tokenized_bleu(hypotheses, references, target_lang),
         "chrf": chrf(hypotheses, references),
         "length_ratio": sacre["sys_len"] / max(sacre["ref_len"], 1),
         "decode": {
@@ -61,6 +62,8 @@ def markdown(report: dict) -> str:
             "|---|---|",
             f"| sacreBLEU (cased, 13a) | {report['sacrebleu']['score']:.2f} |",
             f"| paper BLEU (Moses tok. + ##AT## splits) | {report['paper_bleu']['score']:.2f} |",
+            f"| lowercased tokenized BLEU (published Multi30k results' protocol) | "
+            f"{report['lowercase_tokenized_bleu']['score']:.2f} |",
             f"| chrF | {report['chrf']['score']:.2f} |",
             f"| length ratio | {report['length_ratio']:.3f} |",
             f"| decode sentences/s | {report['decode']['sentences_per_s']:.1f} |",

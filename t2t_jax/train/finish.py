@@ -108,8 +108,9 @@ def finish(config, workdir, log=print) -> dict:
                 f"final {split} ({checkpoint}, step {model.step}, beam {config.final.beam}, "
                 f"alpha {alpha:g}): "
                 f"sacreBLEU {report['sacrebleu']['score']:.2f} ({report['sacrebleu']['signature']}) | paper BLEU "
-                f"{report['paper_bleu']['score']:.2f} | chrF {report['chrf']['score']:.2f} | length ratio "
-                f"{report['length_ratio']:.3f} -> {files.eval / name}.md",
+                f"{report['paper_bleu']['score']:.2f} | lowercased tokenized BLEU "
+                f"{report['lowercase_tokenized_bleu']['score']:.2f} | chrF {report['chrf']['score']:.2f} | "
+                f"length ratio {report['length_ratio']:.3f} -> {files.eval / name}.md",
                 flush=True,
             )
     if lead:
