@@ -12,7 +12,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from t2t_jax.decode.translate import TOKENS_PER_BATCH, LoadedModel, Translations, load_for_inference, translate_texts
+from t2t_jax.decode.translate import (
+    TOKENS_PER_BATCH,
+    LoadedModel,
+    Sampling,
+    Translations,
+    load_for_inference,
+    translate_texts,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,9 +87,16 @@ class Translator:
         n_best: int = 1,
         tokens_per_batch: int = TOKENS_PER_BATCH,
         progress=None,
+        sample: bool = False,
+        temperature: float = 1.0,
+        top_k: int = 0,
+        top_p: float = 1.0,
+        seed: int = 0,
     ) -> Translations:
         """Every line translated (``.best``: the best per line; ``.hypotheses[i]``: its ``n_best``, with
-        scores); beam 1 = greedy; α: GNMT length penalty (§6.1). ``progress``: a (done, total) callback, e.g.
+        scores); beam 1 = greedy; α: GNMT length penalty (§6.1). ``sample``: draw ``n_best`` translations per
+        line at ``temperature`` from the ``top_k`` most likely tokens and the ``top_p`` nucleus, reproducibly
+        for a ``seed`` (scores: the model's log-probabilities). ``progress``: a (done, total) callback, e.g.
         ``t2t_jax.progress.Meter("translate")``."""
         return translate_texts(
             list(texts),
@@ -95,6 +109,7 @@ class Translator:
             tokens_per_batch=tokens_per_batch,
             log=lambda *_: None,
             progress=progress,
+            sampling=Sampling(temperature, top_k, top_p, seed) if sample else None,
         )
 
     def score(self, sources, references, *, beam: int = 4, alpha: float = 0.6) -> Scores:

@@ -23,6 +23,27 @@ def write_task(directory, name, count, seed):
     return src, tgt
 
 
+def train_reversal_workdir(root, steps: int):
+    """A workdir trained for ``steps`` on the reversal task as text (a sentencepiece model and checkpoints),
+    through the Python API: for the commands that read a trained model."""
+    import t2t_jax
+
+    write_task(root, "train", 300, 0)
+    write_task(root, "dev", 8, 1)
+    config = t2t_jax.configs.get(
+        "smoke",
+        "--config.data.dataset=parallel_text",
+        f"--config.data.train_prefix={root}/train",
+        f"--config.data.validation_prefix={root}/dev",
+        "--config.data.max_length=16",
+        "--config.model.vocab_size=40",
+        f"--config.train.steps={steps}",
+        f"--config.train.eval_every={steps}",
+    )
+    t2t_jax.train_and_evaluate(config, root / "work", log=lambda *a, **k: None)
+    return root / "work"
+
+
 @pytest.mark.slow
 def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
     write_task(tmp_path, "train", 4000, 0)

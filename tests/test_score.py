@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 from numpy_reference import logits as reference_logits
-from test_end_to_end import write_task
+from test_end_to_end import train_reversal_workdir
 
 import t2t_jax
 from t2t_jax.decode.score import score_texts
@@ -25,21 +25,7 @@ PAIRS = [  # (source, target): varied lengths, one unrelated target, one empty p
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
     """A few steps on the reversal task as text: a workdir with a sentencepiece model and checkpoints."""
-    root = tmp_path_factory.mktemp("score")
-    write_task(root, "train", 300, 0)
-    write_task(root, "dev", 8, 1)
-    config = t2t_jax.configs.get(
-        "smoke",
-        "--config.data.dataset=parallel_text",
-        f"--config.data.train_prefix={root}/train",
-        f"--config.data.validation_prefix={root}/dev",
-        "--config.data.max_length=16",
-        "--config.model.vocab_size=40",
-        "--config.train.steps=30",
-        "--config.train.eval_every=30",
-    )
-    t2t_jax.train_and_evaluate(config, root / "work", log=lambda *a, **k: None)
-    return root / "work"
+    return train_reversal_workdir(tmp_path_factory.mktemp("score"), steps=30)
 
 
 def numpy_scores(translator, source, target):

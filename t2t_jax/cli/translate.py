@@ -18,7 +18,14 @@ def build_parser():
     parser.add_argument("--checkpoint", default="latest", help="latest, best, averaged or a step number")
     parser.add_argument("--beam", type=int, default=4, help="beam size; 1 = greedy")
     parser.add_argument("--alpha", type=float, default=0.6, help="GNMT length penalty exponent")
-    parser.add_argument("--nbest", type=int, default=1, help="hypotheses per line (tab-separated with scores)")
+    parser.add_argument(
+        "--nbest", type=int, default=1, help="hypotheses (with --sample: samples) per line, tab-separated with scores"
+    )
+    parser.add_argument("--sample", action="store_true", help="draw translations instead of beam search")
+    parser.add_argument("--temperature", type=float, default=1.0, help="with --sample: 0 = greedy")
+    parser.add_argument("--top-k", type=int, default=0, help="with --sample: only the k most likely tokens (0: all)")
+    parser.add_argument("--top-p", type=float, default=1.0, help="with --sample: the nucleus of this probability")
+    parser.add_argument("--seed", type=int, default=0, help="with --sample: the same seed, the same samples")
     parser.add_argument("--input", help="input file (default: stdin)")
     parser.add_argument("--output", help="output file (default: stdout)")
     parser.add_argument(
@@ -32,11 +39,16 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     quiet_libraries()
     use_compilation_cache(args.workdir)
-    from t2t_jax.decode.decoder import check_beam
-    from t2t_jax.decode.translate import TOKENS_PER_BATCH, load_for_inference, translate_texts
+    from t2t_jax.decode.decoder import check_beam, check_sampling
+    from t2t_jax.decode.translate import TOKENS_PER_BATCH, Sampling, load_for_inference, translate_texts
     from t2t_jax.progress import Meter
 
-    check_beam(args.beam, args.nbest)  # before loading anything
+    sampling = Sampling(args.temperature, args.top_k, args.top_p, args.seed) if args.sample else None
+    if sampling:  # checked before loading anything
+        check_sampling(sampling.temperature, sampling.top_k, sampling.top_p)
+        check_beam(args.nbest, args.nbest)
+    else:
+        check_beam(args.beam, args.nbest)
     if args.tokens_per_batch is not None and args.tokens_per_batch < 1:
         fail(f"--tokens-per-batch {args.tokens_per_batch}: need at least 1")
     if args.output:
@@ -55,6 +67,7 @@ def main(argv=None):
         tokens_per_batch=args.tokens_per_batch or TOKENS_PER_BATCH,
         log=lambda m: print(m, file=sys.stderr),
         progress=meter,
+        sampling=sampling,
     )
     meter.close()
     lines = [

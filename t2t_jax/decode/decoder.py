@@ -9,7 +9,7 @@ import threading
 import jax
 import jax.numpy as jnp
 
-from t2t_jax.decode.search import beam_search, greedy_search
+from t2t_jax.decode.search import beam_search, greedy_search, sampling_search
 from t2t_jax.errors import ConfigError
 from t2t_jax.model import Transformer, decode_cache
 from t2t_jax.model.attention import MultiHeadAttention
@@ -104,6 +104,52 @@ def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: flo
         phases=phases,
         grow_fn=grow,
         first_cache=first,
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "temperature", "top_k", "top_p"))
+def sample_ids(params, inputs, keys, *, cfg: ModelConfig, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0):
+    """One sampled translation per row: token ids [batch, 1, L] and the model's log-probs [batch, 1] of them.
+    ``keys`` [batch] PRNG keys, one per row (search.sampling_search)."""
+    check_sampling(temperature, top_k, top_p)
+    model = Transformer(cfg)
+    segments, encoded, max_len, max_lengths = _encode(model, params, inputs, cfg)
+    batch = inputs.shape[0]
+    phases = decode_cache.phases(cfg, batch, 1, max_len)
+    step, _, grow = _cached_step(model, params, encoded, segments, phases[0], 1)
+    tokens, score = sampling_search(
+        step,
+        batch,
+        max_lengths,
+        max_len,
+        cfg.eos_id,
+        keys,
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        start_id=cfg.pad_id,
+        phases=phases,
+        grow_fn=grow,
+        first_cache=_first_cache(step, params, encoded, cfg, batch),
+    )
+    return tokens[:, None], score[:, None]
+
+
+def check_sampling(temperature: float, top_k: int, top_p: float) -> None:
+    if temperature < 0:
+        raise ConfigError(f"--temperature {temperature}: need >= 0 (0 = greedy)")
+    if top_k < 0:
+        raise ConfigError(f"--top-k {top_k}: need >= 0 (0 = no cut)")
+    if not 0.0 < top_p <= 1.0:
+        raise ConfigError(f"--top-p {top_p}: need 0 < top_p <= 1 (1 = no cut)")
+
+
+def sample_keys(seed: int, lines, samples) -> jax.Array:
+    """[len(lines)] PRNG keys: fold_in(fold_in(key(seed), line), sample) — a sample depends on its input line's
+    number and its own, never on the batch it was decoded in."""
+    base = jax.random.key(seed)
+    return jax.vmap(lambda line, k: jax.random.fold_in(jax.random.fold_in(base, line), k))(
+        jnp.asarray(lines, jnp.uint32), jnp.asarray(samples, jnp.uint32)
     )
 
 

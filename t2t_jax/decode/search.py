@@ -76,10 +76,23 @@ def greedy_search(
     """(tokens [batch, max_len], summed log-probs [batch]); positions after EOS hold ``start_id`` (= pad).
     ``phases`` / ``grow_fn``: see ``run_loop``; ``first_cache``: see the module docstring."""
 
+    def most_likely(logits, _t):
+        logp, choice = log_softmax_top_k(logits[:, None], jnp.zeros((batch, 1)), 1)
+        return choice[:, 0], logp[:, 0]
+
+    return _token_by_token(
+        step_fn, most_likely, batch, max_lengths, max_len, eos_id, start_id, phases, grow_fn, first_cache
+    )
+
+
+def _token_by_token(step_fn, choose, batch, max_lengths, max_len, eos_id, start_id, phases, grow_fn, first_cache):
+    """One hypothesis per row, extended by ``choose(logits [batch, vocab] float32, t) -> (tokens [batch],
+    their log-probs [batch])`` until every row has ended (EOS or its length limit)."""
+
     def advance(state: GreedyState, cache, logits) -> LoopCarry:
-        logp, choice = log_softmax_top_k(logits.astype(jnp.float32)[:, None], jnp.zeros((batch, 1)), 1)
-        choice = jnp.where(state.finished, start_id, choice[:, 0])
-        score = state.score + jnp.where(state.finished, 0.0, logp[:, 0])
+        choice, logp = choose(logits.astype(jnp.float32), state.t)
+        choice = jnp.where(state.finished, start_id, choice)
+        score = state.score + jnp.where(state.finished, 0.0, logp)
         tokens = state.tokens.at[:, state.t].set(choice)
         finished = state.finished | (choice == eos_id) | (state.t + 1 >= max_lengths)
         return LoopCarry(GreedyState(state.t + 1, tokens, finished, score), cache, choice)
@@ -97,6 +110,49 @@ def greedy_search(
 
     final = run_loop(cond, body, carry, phases or (max_len,), grow_fn).state
     return final.tokens, final.score
+
+
+def sampling_search(
+    step_fn,
+    batch: int,
+    max_lengths,
+    max_len: int,
+    eos_id: int,
+    keys,
+    *,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    start_id: int = 0,
+    phases=None,
+    grow_fn=None,
+    first_cache=None,
+):
+    """(tokens [batch, max_len], summed model log-probs [batch]): each row draws its next token from the model's
+    distribution at ``temperature``, cut to the ``top_k`` most likely tokens (0: all) and to the smallest set
+    whose probability reaches ``top_p`` (nucleus; 1: all). Row r's draw at step t uses fold_in(keys[r], t), so a
+    row's sample depends on its key alone, not on the batch around it. ``temperature`` 0 is greedy search. The
+    score is the model's own log-probability of the sample (temperature 1, no cut)."""
+    if temperature == 0:
+        return greedy_search(step_fn, batch, max_lengths, max_len, eos_id, start_id, phases, grow_fn, first_cache)
+
+    def sample(logits, t):
+        scaled = logits / temperature
+        if top_k:
+            kth = jax.lax.top_k(scaled, top_k)[0][:, -1:]
+            scaled = jnp.where(scaled < kth, -jnp.inf, scaled)
+        if top_p < 1.0:
+            ordered = jnp.sort(scaled, axis=-1)[:, ::-1]  # [batch, vocab], most likely first
+            probs = jax.nn.softmax(ordered, axis=-1)
+            before = jnp.cumsum(probs, axis=-1) - probs  # the probability of the tokens ranked above each one
+            cut = jnp.min(jnp.where(before < top_p, ordered, jnp.inf), axis=-1, keepdims=True)  # the last kept
+            scaled = jnp.where(scaled < cut, -jnp.inf, scaled)
+        step_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, t)
+        choice = jax.vmap(jax.random.categorical)(step_keys, scaled).astype(jnp.int32)
+        logp = jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1), choice[:, None], axis=-1)[:, 0]
+        return choice, logp
+
+    return _token_by_token(step_fn, sample, batch, max_lengths, max_len, eos_id, start_id, phases, grow_fn, first_cache)
 
 
 def _gather_beams(tree, indices):

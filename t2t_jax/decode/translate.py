@@ -13,7 +13,7 @@ import numpy as np
 from t2t_jax.checkpoint.params import load_params
 from t2t_jax.data.pipeline import bucket_length
 from t2t_jax.data.tokenizer import Tokenizer
-from t2t_jax.decode.decoder import check_beam, compile_ahead
+from t2t_jax.decode.decoder import check_beam, check_sampling, compile_ahead, sample_ids, sample_keys
 from t2t_jax.errors import ConfigError
 from t2t_jax.model.config import ModelConfig
 from t2t_jax.special_ids import SpecialIds
@@ -40,6 +40,18 @@ class LoadedModel:
 class Hypothesis:
     text: str
     score: float  # beam search: length-normalised log-prob (§6.1); greedy: summed log-prob
+
+
+@dataclasses.dataclass(frozen=True)
+class Sampling:
+    """Draw translations instead of searching for the best (e.g. for back-translation): at ``temperature``,
+    from the ``top_k`` most likely tokens (0: all) and the nucleus of probability ``top_p`` (1: all); ``seed``
+    makes the samples reproducible whatever the batches."""
+
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
 
 
 @dataclasses.dataclass
@@ -116,9 +128,15 @@ def translate_texts(
     tokens_per_batch=TOKENS_PER_BATCH,
     log=print,
     progress=None,
+    sampling: Sampling | None = None,
 ) -> Translations:
-    """Every input line translated, in input order (empty in -> empty out); beam 1 = greedy."""
-    check_beam(beam, nbest)
+    """Every input line translated, in input order (empty in -> empty out); beam 1 = greedy. With ``sampling``,
+    ``nbest`` samples per line are drawn instead (in draw order; ``beam`` and ``alpha`` are not used)."""
+    if sampling is None:
+        check_beam(beam, nbest)
+    else:
+        check_sampling(sampling.temperature, sampling.top_k, sampling.top_p)
+        check_beam(nbest, nbest)
     ids = tokenizer.encode_batch(texts)
     overlong = [i for i, x in enumerate(ids) if len(x) > cfg.max_len]
     if overlong:
@@ -129,6 +147,8 @@ def translate_texts(
     ids = [x[: cfg.max_len] for x in ids]
     results = [[Hypothesis("", 0.0)] * nbest for _ in texts]
     todo = sorted((i for i, t in enumerate(texts) if t.strip()), key=lambda i: len(ids[i]))
+    if sampling is not None:
+        return _sample_texts(todo, ids, results, tokenizer, params, cfg, sampling, nbest, tokens_per_batch, progress)
     stats = DecodeStats()
     plan = batch_plan([len(ids[i]) for i in todo], tokens_per_batch, cfg.max_len)
     decoders = compile_ahead(
@@ -146,4 +166,36 @@ def translate_texts(
         stats.sentences += len(chosen)
         if progress:
             progress(stats.sentences, len(todo))
+    return Translations(results, stats)
+
+
+def _sample_texts(todo, ids, results, tokenizer, params, cfg, sampling, samples, tokens_per_batch, progress):
+    """``samples`` draws for each line in ``todo``: one row per (line, draw), keyed by both (sample_keys)."""
+    rows_todo = [(i, k) for i in todo for k in range(samples)]  # todo is sorted by length: so are these
+    stats = DecodeStats()
+    for start, count, rows, length in batch_plan([len(ids[i]) for i, _ in rows_todo], tokens_per_batch, cfg.max_len):
+        chosen = rows_todo[start : start + count]
+        batch = pad_batch([ids[i] for i, _ in chosen], rows, length, cfg.pad_id)
+        lines = [i for i, _ in chosen] + [0] * (rows - count)  # padding rows draw with any key
+        draws = [k for _, k in chosen] + [0] * (rows - count)
+        began = time.perf_counter()
+        sequences, scores = jax.device_get(
+            sample_ids(
+                params,
+                batch,
+                sample_keys(sampling.seed, lines, draws),
+                cfg=cfg,
+                temperature=sampling.temperature,
+                top_k=sampling.top_k,
+                top_p=sampling.top_p,
+            )
+        )
+        stats.seconds += time.perf_counter() - began
+        for row, (i, k) in enumerate(chosen):
+            results[i] = list(results[i])
+            results[i][k] = Hypothesis(tokenizer.decode(sequences[row, 0]), float(scores[row, 0]))
+            stats.tokens += tokenizer.length(sequences[row, 0])
+        stats.sentences += len({i for i, _ in chosen})
+        if progress:
+            progress(start + count, len(rows_todo))
     return Translations(results, stats)
