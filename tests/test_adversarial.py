@@ -126,7 +126,8 @@ def test_data_errors_have_their_own_exit_code(workdir, tmp_path):
     (tmp_path / "src.txt").write_text("a\nb\n")
     (tmp_path / "ref.txt").write_text("a\n")
     code, _, err = run("evaluate", "--workdir", workdir, "--src", tmp_path / "src.txt", "--ref", tmp_path / "ref.txt")
-    assert_one_error(code, err, EXIT_DATA, "src.txt has 2 lines but ref.txt has 1; parallel files must be line-aligned")
+    lines = f"{tmp_path / 'src.txt'} has 2 lines but {tmp_path / 'ref.txt'} has 1; parallel files must be line-aligned"
+    assert_one_error(code, err, EXIT_DATA, lines)
 
 
 def test_a_missing_workdir_file_is_an_io_error(tmp_path):
