@@ -17,6 +17,7 @@ from t2t_jax.decode.translate import (
     LoadedModel,
     Sampling,
     Translations,
+    load_ensemble,
     load_for_inference,
     translate_texts,
 )
@@ -72,6 +73,12 @@ class Translator:
     def from_workdir(cls, workdir, checkpoint: str = "latest") -> Translator:
         """``checkpoint``: latest, best, averaged or a step number."""
         return cls(load_for_inference(workdir, checkpoint))
+
+    @classmethod
+    def ensemble(cls, specs) -> Translator:
+        """Several models decoding together (the mean of their log-probabilities at each step): ``specs`` are
+        "WORKDIR" or "WORKDIR:CHECKPOINT"; they must share a vocabulary. Translates only (no sampling)."""
+        return cls(load_ensemble(list(specs)))
 
     @property
     def config(self) -> Any:

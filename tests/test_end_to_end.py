@@ -23,11 +23,12 @@ def write_task(directory, name, count, seed):
     return src, tgt
 
 
-def train_reversal_workdir(root, steps: int):
+def train_reversal_workdir(root, steps: int, vocab_size: int = 40, overrides=()):
     """A workdir trained for ``steps`` on the reversal task as text (a sentencepiece model and checkpoints),
     through the Python API: for the commands that read a trained model."""
     import t2t_jax
 
+    root.mkdir(parents=True, exist_ok=True)
     write_task(root, "train", 300, 0)
     write_task(root, "dev", 8, 1)
     config = t2t_jax.configs.get(
@@ -36,9 +37,10 @@ def train_reversal_workdir(root, steps: int):
         f"--config.data.train_prefix={root}/train",
         f"--config.data.validation_prefix={root}/dev",
         "--config.data.max_length=16",
-        "--config.model.vocab_size=40",
+        f"--config.model.vocab_size={vocab_size}",
         f"--config.train.steps={steps}",
         f"--config.train.eval_every={steps}",
+        *overrides,
     )
     t2t_jax.train_and_evaluate(config, root / "work", log=lambda *a, **k: None)
     return root / "work"

@@ -14,7 +14,13 @@ from t2t_jax.errors import DataError
 
 def build_parser():
     parser = argparse.ArgumentParser(prog="t2t-translate", description="Translate text with a trained model.")
-    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--workdir", help="the trained model (or give --ensemble)")
+    parser.add_argument(
+        "--ensemble",
+        nargs="+",
+        metavar="WORKDIR[:CHECKPOINT]",
+        help="decode with several models sharing a vocabulary: the mean of their log-probabilities at each step",
+    )
     parser.add_argument("--checkpoint", default="latest", help="latest, best, averaged or a step number")
     parser.add_argument("--beam", type=int, default=4, help="beam size; 1 = greedy")
     parser.add_argument("--alpha", type=float, default=0.6, help="GNMT length penalty exponent")
@@ -37,10 +43,12 @@ def build_parser():
 @command
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    if bool(args.workdir) == bool(args.ensemble):
+        fail("give --workdir or --ensemble (one of them)")
     quiet_libraries()
-    use_compilation_cache(args.workdir)
+    use_compilation_cache(args.workdir or args.ensemble[0].partition(":")[0])
     from t2t_jax.decode.decoder import check_beam, check_sampling
-    from t2t_jax.decode.translate import TOKENS_PER_BATCH, Sampling, load_for_inference, translate_texts
+    from t2t_jax.decode.translate import TOKENS_PER_BATCH, Sampling, load_ensemble, load_for_inference, translate_texts
     from t2t_jax.progress import Meter
 
     sampling = Sampling(args.temperature, args.top_k, args.top_p, args.seed) if args.sample else None
@@ -54,7 +62,7 @@ def main(argv=None):
     if args.output:
         check_writable(args.output)  # before decoding, not after: the translations would be lost
     texts = read_lines(args.input) if args.input else _stdin_lines()
-    model = load_for_inference(args.workdir, args.checkpoint)
+    model = load_ensemble(args.ensemble) if args.ensemble else load_for_inference(args.workdir, args.checkpoint)
     meter = Meter("translate", unit="sentences")  # stderr: a live bar on a terminal, lines in a log
     translations = translate_texts(
         texts,
@@ -80,11 +88,17 @@ def main(argv=None):
             handle.write(output)
         stats = translations.stats
         print(
-            f"{stats.sentences} sentences in {stats.seconds:.1f}s (checkpoint step {model.step}) -> {args.output}",
+            f"{stats.sentences} sentences in {stats.seconds:.1f}s ({describe(model)}) -> {args.output}",
             file=sys.stderr,
         )
     else:
         sys.stdout.write(output)
+
+
+def describe(model) -> str:
+    return (
+        f"an ensemble of {len(model.cfg)} models" if isinstance(model.cfg, tuple) else f"checkpoint step {model.step}"
+    )
 
 
 def _stdin_lines() -> list[str]:

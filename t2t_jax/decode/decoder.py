@@ -5,6 +5,7 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import threading
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -73,6 +74,49 @@ def _first_cache(step, params, encoded, cfg: ModelConfig, rows: int):
     return decode_cache.start(shapes, cross)
 
 
+class CachedSearch(NamedTuple):
+    """What a search over cached decoder steps needs: the step, how caches follow the surviving hypotheses and
+    grow between phases, the cache step 0 would build, and the phases' step bounds."""
+
+    step: Any
+    reorder: Any
+    grow: Any
+    first: Any
+    phases: tuple
+
+
+def _search(search: CachedSearch, cfg: ModelConfig, batch, max_lengths, max_len: int, beam: int, alpha, nbest: int):
+    """Greedy search for beam 1, else beam search; (tokens [batch, beam or 1, L], scores [batch, beam or 1])."""
+    if beam == 1:
+        tokens, score = greedy_search(
+            search.step,
+            batch,
+            max_lengths,
+            max_len,
+            cfg.eos_id,
+            cfg.pad_id,
+            phases=search.phases,
+            grow_fn=search.grow,
+            first_cache=search.first,
+        )
+        return tokens[:, None], score[:, None]
+    return beam_search(
+        search.step,
+        batch,
+        beam,
+        alpha,
+        max_lengths,
+        max_len,
+        cfg.eos_id,
+        cfg.pad_id,
+        nbest=nbest,
+        reorder_fn=search.reorder,
+        phases=search.phases,
+        grow_fn=search.grow,
+        first_cache=search.first,
+    )
+
+
 @functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest"))
 def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: float = 0.6, nbest: int = 1):
     """Token ids [batch, beam, L] best first and their scores [batch, beam]; beam 1 is greedy search
@@ -85,26 +129,56 @@ def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: flo
     phases = decode_cache.phases(cfg, batch, beam, max_len)
     step, reorder, grow = _cached_step(model, params, encoded, segments, phases[0], beam)
     first = _first_cache(step, params, encoded, cfg, batch * beam)
-    if beam == 1:
-        tokens, score = greedy_search(
-            step, batch, max_lengths, max_len, cfg.eos_id, cfg.pad_id, phases=phases, grow_fn=grow, first_cache=first
-        )
-        return tokens[:, None], score[:, None]
-    return beam_search(
-        step,
-        batch,
-        beam,
-        alpha,
-        max_lengths,
-        max_len,
-        cfg.eos_id,
-        cfg.pad_id,
-        nbest=nbest,
-        reorder_fn=reorder,
-        phases=phases,
-        grow_fn=grow,
-        first_cache=first,
+    return _search(
+        CachedSearch(step, reorder, grow, first, phases), cfg, batch, max_lengths, max_len, beam, alpha, nbest
     )
+
+
+@functools.partial(jax.jit, static_argnames=("cfgs", "beam", "alpha", "nbest"))
+def ensemble_ids(params, inputs, *, cfgs: tuple, beam: int = 4, alpha: float = 0.6, nbest: int = 1):
+    """``translate_ids`` for an ensemble: ``params`` and ``cfgs`` are tuples, one entry per model (models that
+    share a vocabulary and special ids; ``check_ensemble``). At each step the search reads the mean of the
+    models' log-probabilities (renormalised by the search's log-softmax); each model keeps its own caches,
+    side by side, reordered together."""
+    check_beam(beam, nbest)
+    check_ensemble(cfgs)
+    models = [Transformer(cfg) for cfg in cfgs]
+    encodings = [_encode(m, p, inputs, c) for m, p, c in zip(models, params, cfgs)]
+    segments = encodings[0][0]
+    max_len = min(e[2] for e in encodings)  # the shortest position table among the models
+    max_lengths = jnp.minimum(encodings[0][3], max_len)
+    batch = inputs.shape[0]
+    phases = decode_cache.phases(cfgs[0], batch, beam, max_len)
+    parts = [_cached_step(m, p, e[1], segments, phases[0], beam) for m, p, e in zip(models, params, encodings)]
+    steps = [part[0] for part in parts]
+
+    def step(caches, tokens, index):
+        caches = caches if caches is not None else (None,) * len(steps)
+        outputs = [one(cache, tokens, index) for one, cache in zip(steps, caches)]
+        log_probs = [jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1) for logits, _ in outputs]
+        return sum(log_probs) / len(log_probs), tuple(cache for _, cache in outputs)
+
+    def reorder(caches, source_beams):
+        return tuple(part[1](cache, source_beams) for part, cache in zip(parts, caches))
+
+    def grow(caches, length):
+        return tuple(part[2](cache, length) for part, cache in zip(parts, caches))
+
+    first = tuple(_first_cache(one, p, e[1], c, batch * beam) for one, p, e, c in zip(steps, params, encodings, cfgs))
+    search = CachedSearch(step, reorder, grow, first, phases)
+    return _search(search, cfgs[0], batch, max_lengths, max_len, beam, alpha, nbest)
+
+
+def check_ensemble(cfgs) -> None:
+    """Models decode together only if their ids mean the same tokens: one vocabulary size and special ids."""
+    first = cfgs[0]
+    for number, cfg in enumerate(cfgs[1:], start=2):
+        theirs = (cfg.vocab_size, cfg.pad_id, cfg.eos_id)
+        if theirs != (first.vocab_size, first.pad_id, first.eos_id):
+            raise ConfigError(
+                f"ensemble: model {number} has vocab_size {cfg.vocab_size}, pad {cfg.pad_id}, eos {cfg.eos_id}; "
+                f"model 1 has {first.vocab_size}, {first.pad_id}, {first.eos_id}: models must share a vocabulary"
+            )
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "temperature", "top_k", "top_p"))

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from t2t_jax.decode.translate import TOKENS_PER_BATCH, batch_plan, pad_batch
-from t2t_jax.errors import DataError
+from t2t_jax.errors import ConfigError, DataError
 from t2t_jax.model import Transformer
 from t2t_jax.model.config import ModelConfig
 
@@ -49,6 +49,8 @@ def score_texts(
 ) -> list[PairScore]:
     """The score of every (source, target) line pair, in input order. A pair with an empty side scores 0 over
     0 tokens (kept, so outputs stay line-aligned); a side longer than model.max_len tokens is an error."""
+    if isinstance(cfg, tuple):
+        raise ConfigError("scoring reads one model: give one workdir, not an ensemble")
     sources, targets = list(sources), list(targets)
     if len(sources) != len(targets):
         raise DataError(f"{len(sources)} source lines but {len(targets)} target lines: pairs must be line-aligned")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import time
 from typing import Any
@@ -13,7 +14,15 @@ import numpy as np
 from t2t_jax.checkpoint.params import load_params
 from t2t_jax.data.pipeline import bucket_length
 from t2t_jax.data.tokenizer import Tokenizer
-from t2t_jax.decode.decoder import check_beam, check_sampling, compile_ahead, sample_ids, sample_keys
+from t2t_jax.decode.decoder import (
+    check_beam,
+    check_ensemble,
+    check_sampling,
+    compile_ahead,
+    ensemble_ids,
+    sample_ids,
+    sample_keys,
+)
 from t2t_jax.errors import ConfigError
 from t2t_jax.model.config import ModelConfig
 from t2t_jax.special_ids import SpecialIds
@@ -88,6 +97,25 @@ def load_for_inference(workdir, checkpoint: str = "latest") -> LoadedModel:
     return LoadedModel(cfg, jax.device_put(params), tokenizer, config, step)
 
 
+def load_ensemble(specs) -> LoadedModel:
+    """Several trained models decoding together: ``specs`` are "WORKDIR" or "WORKDIR:CHECKPOINT". Their params and
+    configs are tuples (decoder.ensemble_ids); they must share one sentencepiece vocabulary (the same spm.model
+    bytes) and special ids, else one error naming the two models."""
+    models = []
+    for spec in specs:
+        workdir, _, checkpoint = str(spec).partition(":")
+        models.append(load_for_inference(workdir, checkpoint or "latest"))
+    first = Workdir(str(specs[0]).partition(":")[0]).vocabulary.read_bytes()
+    for spec in specs[1:]:
+        if Workdir(str(spec).partition(":")[0]).vocabulary.read_bytes() != first:
+            raise ConfigError(
+                f"ensemble: {spec} has another sentencepiece vocabulary than {specs[0]}: models must share one"
+            )
+    cfgs = tuple(model.cfg for model in models)
+    check_ensemble(cfgs)
+    return LoadedModel(cfgs, tuple(model.params for model in models), models[0].tokenizer, models[0].config, -1)
+
+
 def batch_plan(lengths, tokens_per_batch: int, max_len: int):
     """(start, count, rows, length) of each batch over ``lengths`` sorted ascending: batches of the shapes
     [tokens_per_batch // length, length], length a power-of-two bucket, each taking the longest run of
@@ -137,6 +165,8 @@ def translate_texts(
     else:
         check_sampling(sampling.temperature, sampling.top_k, sampling.top_p)
         check_beam(nbest, nbest)
+    ensemble = cfg if isinstance(cfg, tuple) else None  # load_ensemble: one config per model
+    cfg = dataclasses.replace(ensemble[0], max_len=min(c.max_len for c in ensemble)) if ensemble else cfg
     ids = tokenizer.encode_batch(texts)
     overlong = [i for i, x in enumerate(ids) if len(x) > cfg.max_len]
     if overlong:
@@ -148,12 +178,17 @@ def translate_texts(
     results = [[Hypothesis("", 0.0)] * nbest for _ in texts]
     todo = sorted((i for i, t in enumerate(texts) if t.strip()), key=lambda i: len(ids[i]))
     if sampling is not None:
+        if ensemble:
+            raise ConfigError("sampling draws from one model: give one workdir, not an ensemble")
         return _sample_texts(todo, ids, results, tokenizer, params, cfg, sampling, nbest, tokens_per_batch, progress)
     stats = DecodeStats()
     plan = batch_plan([len(ids[i]) for i in todo], tokens_per_batch, cfg.max_len)
-    decoders = compile_ahead(
-        params, [(rows, length) for _, _, rows, length in plan], cfg=cfg, beam=beam, alpha=alpha, nbest=nbest
-    )
+    if ensemble:  # compiled per shape on first use
+        program = functools.partial(ensemble_ids, cfgs=ensemble, beam=beam, alpha=alpha, nbest=nbest)
+        decoders = {(rows, length): concurrent_result(program) for _, _, rows, length in plan}
+    else:
+        shapes = [(rows, length) for _, _, rows, length in plan]
+        decoders = compile_ahead(params, shapes, cfg=cfg, beam=beam, alpha=alpha, nbest=nbest)
     for start, count, rows, length in plan:
         chosen = todo[start : start + count]
         batch = pad_batch([ids[i] for i in chosen], rows, length, cfg.pad_id)
@@ -199,3 +234,12 @@ def _sample_texts(todo, ids, results, tokenizer, params, cfg, sampling, samples,
         if progress:
             progress(start + count, len(rows_todo))
     return Translations(results, stats)
+
+
+def concurrent_result(value):
+    """A finished Future holding ``value`` (what compile_ahead's entries are)."""
+    import concurrent.futures
+
+    future = concurrent.futures.Future()
+    future.set_result(value)
+    return future
