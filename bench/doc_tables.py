@@ -65,9 +65,162 @@ def decode_engines_table(data: dict) -> str:
     return "\n".join(rows)
 
 
+def _sig(value) -> str:
+    """Three significant figures, trailing zeros kept (2.60, 19.2, 118)."""
+    return f"{value:#.3g}".rstrip(".")
+
+
+TRAIN_SIZES = {"tiny": "V 8192, d 256, 3+3, 32×64", "base": "V 32768, d 512, 6+6, 16×64"}
+
+
+def run_all_train_table(data: dict) -> str:
+    rows = [
+        "| | tokens/s (target) | GFLOP/s | MFU | vs PyTorch f32 (same run) | peak RSS |",
+        "|---|---|---|---|---|---|",
+    ]
+    for size, shape in TRAIN_SIZES.items():
+        entry = data["train"][size]
+        for dtype in ("float32", "bfloat16"):
+            run = entry[dtype]
+            label = f"train {size} ({shape}) f32" if dtype == "float32" else f"train {size} bf16"
+            torch = f" (torch {entry['torch_float32_tokens_per_s']:.0f})" if dtype == "float32" else ""
+            memory = ""
+            if size == "tiny" and dtype == "float32":
+                memory = f"{data['memory']['train_step']['process_peak_rss_mb'] / 1000:.1f} GB (whole bench process)"
+            rows.append(
+                f"| {label} | {run['target_tokens_per_s']:.0f} | {run['gflops_per_s']:.0f} | "
+                f"{run['mfu_vs_measured_peak']:.0%} | {run['ratio_to_torch_f32']:.2f}×{torch} | {memory} |"
+            )
+    pipeline = data["input_pipeline"]
+    rows.append(
+        "| input pipeline (Multi30k, packed 32×64; the in-memory pipeline before tokenizing once) | "
+        f"{pipeline['target_tokens_per_s'] / 1e6:.2f}M | | | "
+        f"{pipeline['headroom_vs_tiny_bf16_train_step']:.0f}× the tiny bf16 step's demand | "
+        f"{data['memory']['input_pipeline']['process_peak_rss_mb'] / 1000:.1f} GB |"
+    )
+    return "\n".join(rows)
+
+
+def run_all_decode_table(data: dict) -> str:
+    rows = [
+        "| | greedy | uncached greedy | beam 4 | HF beam 4 | **beam 4 vs HF (f32)** | beam 4 bf16 | HF beam 4 bf16 "
+        "| bf16 vs HF bf16 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for key, label in (("tiny_batch1", "tiny, batch 1"), ("tiny_batch64", "tiny, batch 64")) + (
+        ("base_batch1", "base, batch 1"),
+        ("base_batch64", "base, batch 64"),
+    ):
+        e = data["decode"][key]
+        uncached = e.get("greedy_uncached_sentences_per_s")
+        rows.append(
+            f"| {label} | {_sig(e['greedy_cached_sentences_per_s'])} | {_sig(uncached) if uncached else '—'} | "
+            f"{_sig(e['beam4_cached_sentences_per_s'])} | {_sig(e['hf_marian_beam4_sentences_per_s'])} | "
+            f"**{e['beam4_vs_hf']:.2f}×** | {_sig(e['beam4_cached_bf16_sentences_per_s'])} | "
+            f"{_sig(e['hf_marian_beam4_bf16_sentences_per_s'])} | {e['beam4_bf16_vs_hf_bf16']:.2f}× |"
+        )
+    return "\n".join(rows)
+
+
+def hf_generate_table(data: dict) -> str:
+    rows = ["| decoder, beam 4 | sacreBLEU |", "|---|---|"]
+    for key, label in (
+        ("t2t_beam4_alpha0.6", "`t2t-translate`, α 0.6 (the reported figure)"),
+        ("t2t_beam4_alpha0", "`t2t-translate`, α 0"),
+        ("hf_generate_defaults_p0.48", "HF `generate()` with the exported defaults (p 0.48)"),
+        ("hf_generate_p0.6", "HF `generate()`, p 0.6"),
+        ("hf_generate_p0", "HF `generate()`, p 0"),
+    ):
+        note = ""
+        if key == "hf_generate_p0":
+            same = data["identical_lines_hf_p0_vs_t2t_alpha0"]
+            note = f" ({same:.1%} of lines identical to t2t α 0: the model computes in bf16 here, HF in f32)"
+        rows.append(f"| {label} | {data[key]['sacrebleu']:.2f}{note} |")
+    return "\n".join(rows)
+
+
+def input_at_scale_table(data: dict) -> str:
+    small, (million, full) = data["multi30k"], data["sizes"]
+    rows = ["| | Multi30k (29k) | 1M pairs | 4.5M pairs |", "|---|---|---|---|"]
+
+    def row(label, first, per_size):
+        rows.append(f"| {label} | {first} | {per_size(million)} | {per_size(full)} |")
+
+    row(
+        "preprocess (`python -m t2t_jax.preprocess`, vocabulary reused, 2 workers)",
+        "2 s",
+        lambda s: f"{s['preprocess']['seconds']:.0f} s, {s['preprocess']['pairs_per_s']:,} pairs/s",
+    )
+    row("peak RSS of preprocessing (largest process)", "", lambda s: f"{s['preprocess']['peak_rss_gb']:.2f} GB")
+    row(
+        "learning the vocabulary (8000 pieces / base's 37000 from a 1M-sentence sample)",
+        "0.7 s",
+        lambda s: (
+            f"{s['vocabulary']['seconds']:.0f} s (8000)"
+            if "vocabulary" in s
+            else f"{s['vocabulary_base_37000']['seconds']:.0f} s (37000)"
+        ),
+    )
+    for stage, label in (("train_fresh", "fresh workdir (tokenized directory exists)"), ("train_resume", "resume")):
+        row(
+            f"train command start → first step, {label}",
+            f"{small[stage]['seconds_to_first_step']:.1f} s",
+            lambda s, stage=stage: f"{s[stage]['seconds_to_first_step']:.1f} s",
+        )
+    row(
+        "peak RSS of the training process",
+        f"{small['train_fresh']['peak_rss_gb']:.2f} GB",
+        lambda s: f"{max(s['train_fresh']['peak_rss_gb'], s['train_resume']['peak_rss_gb']):.2f} GB",
+    )
+    row(
+        "input alone at the base geometry (128×256), target tokens/s",
+        "",
+        lambda s: f"{s['input']['target_tokens_per_s'] / 1e3:.0f}k ({s['input']['batches_per_s']:.0f} batches/s)",
+    )
+    base = million["input"]["base_step_target_tokens_per_s"]
+    row(
+        f"vs the base model step's demand here ({base:.0f} target tokens/s, bf16)",
+        "",
+        lambda s: f"{s['input']['times_base_step_demand']:.0f}×",
+    )
+    return "\n".join(rows)
+
+
+def decode_before_after_table(data: dict) -> str:
+    rows = ["| | first decode in the process | second decode |", "|---|---|---|"]
+    for key, label in (
+        ("test_beam4_old", "test_2016_flickr, beam 4, before"),
+        ("test_beam4_new", "test_2016_flickr, beam 4, after"),
+        ("dev_greedy_old", "val (1014 lines), greedy — the main job's dev-BLEU decode — before"),
+        ("dev_greedy_new", "val, greedy, after"),
+    ):
+        rows.append(
+            f"| {label} | {data[key]['first_decode_seconds']:.1f} s | {data[key]['second_decode_seconds']:.1f} s |"
+        )
+    return "\n".join(rows)
+
+
+def decode_history_table(data: dict) -> str:
+    rows = ["| change (commit) | ms / step | sentences/s |", "|---|---|---|"]
+    for row in data["rows"]:
+        ms = f"≈ {row['ms_per_step']:g}" if row.get("approximate") else f"{row['ms_per_step']:.1f}"
+        rows.append(f"| {row['change']} (`{row['commit']}`) | {ms} | {row['sentences_per_s']:.1f} |")
+    return "\n".join(rows)
+
+
 TABLES = {  # name: (the file holding it, the JSON it comes from, the renderer)
     "main_jobs": ("README.md", "experiments/results/main_jobs.json", main_jobs_table),
     "decode_engines": ("docs/benchmarks.md", "bench/results/decode_engines_multi30k.json", decode_engines_table),
+    "run_all_train": ("docs/benchmarks.md", "bench/results/run_all_cpu2.json", run_all_train_table),
+    "run_all_decode": ("docs/benchmarks.md", "bench/results/run_all_cpu2.json", run_all_decode_table),
+    "input_at_scale": ("docs/benchmarks.md", "bench/results/input_at_scale_cpu2.json", input_at_scale_table),
+    "hf_generate": ("docs/export.md", "bench/results/hf_generate_bleu_multi30k.json", hf_generate_table),
+    "decode_before_after": (
+        "docs/decoding.md",
+        "bench/results/decode_before_after_multi30k.json",
+        decode_before_after_table,
+    ),
+    "decode_history": ("docs/decoding.md", "bench/results/decode_history_tiny64.json", decode_history_table),
 }
 
 
