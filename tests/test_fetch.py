@@ -93,6 +93,10 @@ def test_the_main_job_fetches_multi30k_itself_when_it_is_missing(tmp_path, mirro
     messages.clear()
     check_splits(load_config("multi30k"), ["train", "validation", "test"], log=messages.append)
     assert messages == []  # present: nothing fetched, nothing said
+    (folder / "train.fr").unlink()  # EN->DE does not read French: nothing to fetch
+    (folder / "val.en").write_text("a slice of my own\n", encoding="utf-8")  # present files are not re-verified
+    check_splits(load_config("multi30k"), ["train", "validation", "test"], log=messages.append)
+    assert messages == [] and (folder / "val.en").read_text() == "a slice of my own\n"
 
 
 def test_the_main_job_offline_fails_at_once_saying_what_to_download_and_where(tmp_path):
