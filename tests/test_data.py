@@ -12,7 +12,7 @@ from t2t_jax.data.packing import RowPacker
 from t2t_jax.data.pipeline import InMemoryExamples, PackedTrainBatches, eval_batches
 from t2t_jax.data.text import read_parallel
 from t2t_jax.data.tokenizer import train_tokenizer
-from t2t_jax.errors import ConfigError, DataError
+from t2t_jax.errors import DataError
 from t2t_jax.model import Transformer
 from t2t_jax.special_ids import DEFAULT as IDS
 
@@ -157,7 +157,7 @@ def test_missing_split_and_oversized_vocab(tmp_path):
         make_data(config, tmp_path / "w1", log=lambda *_: None)
     with pytest.raises(DataError, match="model.vocab_size = 5000: .*lower model.vocab_size"):
         make_data(text_config(tmp_path, ["--config.model.vocab_size=5000"]), tmp_path / "w2", log=lambda *_: None)
-    with pytest.raises(ConfigError, match="T2T_DATA_DIR"):
+    with pytest.raises(DataError, match=r"/no/such/dir/multi30k/train.en: missing file .*fetch multi30k --to /no/"):
         make_data(load_config("experiments/multi30k.py", ["--config.data.data_dir=/no/such/dir"]), tmp_path / "w3")
 
 
