@@ -43,10 +43,10 @@ def mixed_params():
     )
 
 
-@pytest.mark.parametrize("beam, alpha", [(1, 0.0), (4, 0.6)])
+@pytest.mark.parametrize("beam, alpha", [(1, 0.0), pytest.param(4, 0.6, marks=pytest.mark.slow)])
 def test_two_models_equal_a_beam_search_over_their_mean_log_probabilities_recomputed_in_full(beam, alpha):
     first, second = mixed_params()
-    src = sources()
+    src = sources(rows=4)
     tokens, scores = ensemble_ids((first, second), src, cfgs=(CFG, CFG), beam=beam, alpha=alpha)
     tokens, scores = np.asarray(tokens), np.asarray(scores)
     model = Transformer(CFG)
