@@ -230,9 +230,9 @@ def _sample_texts(todo, ids, results, tokenizer, params, cfg, sampling, samples,
             results[i] = list(results[i])
             results[i][k] = Hypothesis(tokenizer.decode(sequences[row, 0]), float(scores[row, 0]))
             stats.tokens += tokenizer.length(sequences[row, 0])
-        stats.sentences += len({i for i, _ in chosen})
         if progress:
             progress(start + count, len(rows_todo))
+    stats.sentences = len(todo)
     return Translations(results, stats)
 
 
