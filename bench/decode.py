@@ -40,8 +40,8 @@ def timed(fn, repeats=3):
     return best, out
 
 
-def hf_generate(params, cfg, src, max_new_tokens, dtype="float32"):
-    """MarianMTModel.generate (PyTorch, CPU) on the same weights, beam 4, same output length; ``dtype``
+def hf_generate(params, cfg, src, max_new_tokens, dtype="float32", device="cpu"):
+    """MarianMTModel.generate (PyTorch on ``device``) on the same weights, beam 4, same output length; ``dtype``
     "bfloat16" loads the weights as bf16 (torch's bf16 CPU kernels are faster than its f32 ones here)."""
     import tempfile
 
@@ -52,8 +52,8 @@ def hf_generate(params, cfg, src, max_new_tokens, dtype="float32"):
 
     directory = tempfile.mkdtemp()
     export_marian(params, cfg, f"{directory}/m")
-    model = MarianMTModel.from_pretrained(f"{directory}/m", dtype=getattr(torch, dtype)).eval()
-    inputs = torch.tensor(src, dtype=torch.long)
+    model = MarianMTModel.from_pretrained(f"{directory}/m", dtype=getattr(torch, dtype)).to(device).eval()
+    inputs = torch.tensor(np.asarray(src), dtype=torch.long, device=device)
 
     def run():
         with torch.no_grad():
@@ -65,7 +65,7 @@ def hf_generate(params, cfg, src, max_new_tokens, dtype="float32"):
                 max_new_tokens=max_new_tokens,
                 min_new_tokens=max_new_tokens,
             )
-        tokens = out[:, 1:].numpy()
+        tokens = out[:, 1:].cpu().numpy()  # on a GPU: waits for the generation to finish
         return np.pad(tokens, ((0, 0), (0, 0)))[:, None], None
 
     return run

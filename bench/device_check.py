@@ -225,38 +225,17 @@ def timed(fn, repeats=3) -> tuple[float, float]:
 
 
 def hf_generate(params, cfg, src, new_tokens):
-    """A zero-argument runner of MarianMTModel.generate (beam 4, exactly ``new_tokens`` tokens) on the same
-    weights on torch's best device, or None when torch / transformers are not importable."""
+    """bench/decode.py's HF runner on torch's best device, or None when torch / transformers do not import."""
     try:
         import torch
         import transformers
-        from transformers import MarianMTModel
     except ImportError:
         return None
+    from bench.decode import hf_generate as runner
+
     transformers.logging.set_verbosity_error()
-    from t2t_jax.export.marian import export_marian
-
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    directory = tempfile.mkdtemp()
-    export_marian(jax.device_get(params), cfg, f"{directory}/m")
-    model = MarianMTModel.from_pretrained(f"{directory}/m", dtype=torch.float32).to(device).eval()
-    inputs = torch.tensor(np.asarray(src), dtype=torch.long, device=device)
-
-    def run():
-        with torch.no_grad():
-            out = model.generate(
-                input_ids=inputs,
-                attention_mask=inputs != cfg.pad_id,
-                num_beams=4,
-                do_sample=False,
-                max_new_tokens=new_tokens,
-                min_new_tokens=new_tokens,
-            )
-        if device == "cuda":
-            torch.cuda.synchronize()
-        return out.shape
-
-    return run
+    return runner(jax.device_get(params), cfg, src, new_tokens, device=device)
 
 
 def measure_decode(plan, smoke, log) -> dict:

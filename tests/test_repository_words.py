@@ -11,11 +11,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORDS = re.compile(
     "|".join(
         [
-            r"\bsessions?\b",  # a work session, "this session's machine"
+            r"\bsessions?\b",  # units of work time
             r"\bworktrees?\b",
-            r"(?<!TPU )(?<!preemptible )\bVMs?\b",  # "the VM of the day" (cloud products are named as such)
-            r"/work/",  # a development machine's paths
-            r"(?<![\w&/#])#\d{1,4}\b",  # ticket numbers such as #16
+            r"(?<!TPU )(?<!preemptible )\bVMs?\b",  # a machine of the day (cloud products keep their names)
+            r"/work/",  # paths of the machine the code was written on
+            r"(?<![\w&/#])#\d{1,4}\b",  # tracker references: a hash and a number
             r"\bissues?[ _-]?#?\d+",
             r"\btickets?\b",
             r"\brefactor\d+",

@@ -39,20 +39,16 @@ def default_data_dir() -> pathlib.Path:
     return pathlib.Path(cache) / "t2t_jax" / "data"
 
 
-def ensure_multi30k(config, log=print) -> None:
-    """Fetch and verify Multi30k into the data directory when a file the run reads is missing, so that the main
+def ensure_multi30k(config, splits, log=print) -> None:
+    """Fetch and verify Multi30k into the data directory when a file of ``splits`` is missing, so that the main
     job is one command; offline, one error that says what to download and where to put it. The source is
-    $T2T_MULTI30K_URL when set (a mirror: URL or folder), else the Multi30k repository at a fixed commit."""
+    $T2T_MULTI30K_URL when set (a mirror: URL or folder), else the Multi30k repository at a fixed commit.
+    Present files (a slice or a copy of your own) are used as they are."""
     from t2t_jax.data.fetch import MULTI30K_URL, fetch_multi30k
 
+    if all(path.is_file() for split in splits for path in multi30k_files(config, split)):
+        return
     folder = data_dir(config)
-    needed = [
-        f"{split}.{lang}"
-        for split in MULTI30K_FILES.values()
-        for lang in (config.data.source_lang, config.data.target_lang)
-    ]
-    if all((folder / "multi30k" / name).is_file() for name in needed):
-        return  # present (a slice or a copy of your own is fine): nothing is fetched or re-verified
     source = os.environ.get("T2T_MULTI30K_URL") or MULTI30K_URL
     log(f"Multi30k is not in {folder / 'multi30k'}: fetching it from {source} (9 files, 6.4 MB, sha256-verified)")
     try:
@@ -64,6 +60,17 @@ def ensure_multi30k(config, log=print) -> None:
             f"<split>.<lang>.gz (train, val, test_2016_flickr; en, de, fr) from {MULTI30K_URL} into a folder F, "
             f"then run `{FETCH_COMMAND} --to {folder} --from F` (or set T2T_DATA_DIR to a folder holding multi30k/)"
         ) from None
+
+
+def multi30k_prefix(config, split: str) -> pathlib.Path:
+    """<data_dir>/multi30k/<file stem of split>: the split's files add the language as their suffix."""
+    return data_dir(config) / "multi30k" / MULTI30K_FILES[split]
+
+
+def multi30k_files(config, split: str) -> tuple[pathlib.Path, pathlib.Path]:
+    """(source file, target file) of a Multi30k split in the configured direction."""
+    prefix = multi30k_prefix(config, split)
+    return pathlib.Path(f"{prefix}.{config.data.source_lang}"), pathlib.Path(f"{prefix}.{config.data.target_lang}")
 
 
 def split_text(config, split: str, log=print):
@@ -111,7 +118,7 @@ def check_splits(config, splits, log=print) -> None:
     if config.data.dataset in TFDS_NAMES or config.data.dataset.startswith(TOY_PREFIX):
         return
     if config.data.dataset == "multi30k":
-        ensure_multi30k(config, log)
+        ensure_multi30k(config, splits, log)
     for split in splits:
         split_files(config, split)
 
@@ -121,7 +128,7 @@ def split_files(config, split: str):
     data = config.data
     src, tgt = data.source_lang, data.target_lang
     if data.dataset == "multi30k":
-        prefix = data_dir(config) / "multi30k" / MULTI30K_FILES[split]
+        prefix = multi30k_prefix(config, split)
     elif data.dataset == "parallel_text":
         prefix = getattr(data, f"{split}_prefix")
         if not prefix:

@@ -123,15 +123,19 @@ def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: flo
     (summed log-probs, no length penalty: with one hypothesis there is nothing to rank). The first ``nbest``
     hypotheses are exact."""
     check_beam(beam, nbest)
+    search, max_lengths, max_len = _model_search(params, inputs, cfg, beam)
+    return _search(search, cfg, inputs.shape[0], max_lengths, max_len, beam, alpha, nbest)
+
+
+def _model_search(params, inputs, cfg: ModelConfig, beam: int):
+    """(CachedSearch, per-sentence length limits, static output length) of one model over ``inputs``."""
     model = Transformer(cfg)
     segments, encoded, max_len, max_lengths = _encode(model, params, inputs, cfg)
-    batch = inputs.shape[0]
-    phases = decode_cache.phases(cfg, batch, beam, max_len)
+    rows = inputs.shape[0] * beam
+    phases = decode_cache.phases(cfg, inputs.shape[0], beam, max_len)
     step, reorder, grow = _cached_step(model, params, encoded, segments, phases[0], beam)
-    first = _first_cache(step, params, encoded, cfg, batch * beam)
-    return _search(
-        CachedSearch(step, reorder, grow, first, phases), cfg, batch, max_lengths, max_len, beam, alpha, nbest
-    )
+    first = _first_cache(step, params, encoded, cfg, rows)
+    return CachedSearch(step, reorder, grow, first, phases), max_lengths, max_len
 
 
 @functools.partial(jax.jit, static_argnames=("cfgs", "beam", "alpha", "nbest"))
@@ -186,14 +190,10 @@ def sample_ids(params, inputs, keys, *, cfg: ModelConfig, temperature: float = 1
     """One sampled translation per row: token ids [batch, 1, L] and the model's log-probs [batch, 1] of them.
     ``keys`` [batch] PRNG keys, one per row (search.sampling_search)."""
     check_sampling(temperature, top_k, top_p)
-    model = Transformer(cfg)
-    segments, encoded, max_len, max_lengths = _encode(model, params, inputs, cfg)
-    batch = inputs.shape[0]
-    phases = decode_cache.phases(cfg, batch, 1, max_len)
-    step, _, grow = _cached_step(model, params, encoded, segments, phases[0], 1)
+    search, max_lengths, max_len = _model_search(params, inputs, cfg, beam=1)
     tokens, score = sampling_search(
-        step,
-        batch,
+        search.step,
+        inputs.shape[0],
         max_lengths,
         max_len,
         cfg.eos_id,
@@ -202,9 +202,9 @@ def sample_ids(params, inputs, keys, *, cfg: ModelConfig, temperature: float = 1
         top_k=top_k,
         top_p=top_p,
         start_id=cfg.pad_id,
-        phases=phases,
-        grow_fn=grow,
-        first_cache=_first_cache(step, params, encoded, cfg, batch),
+        phases=search.phases,
+        grow_fn=search.grow,
+        first_cache=search.first,
     )
     return tokens[:, None], score[:, None]
 

@@ -183,17 +183,18 @@ def translate_texts(
         return _sample_texts(todo, ids, results, tokenizer, params, cfg, sampling, nbest, tokens_per_batch, progress)
     stats = DecodeStats()
     plan = batch_plan([len(ids[i]) for i in todo], tokens_per_batch, cfg.max_len)
-    if ensemble:  # compiled per shape on first use
-        program = functools.partial(ensemble_ids, cfgs=ensemble, beam=beam, alpha=alpha, nbest=nbest)
-        decoders = {(rows, length): concurrent_result(program) for _, _, rows, length in plan}
+    if ensemble:  # jit compiles each shape on first use
+        ensemble_program = functools.partial(ensemble_ids, cfgs=ensemble, beam=beam, alpha=alpha, nbest=nbest)
+        program = lambda rows, length: ensemble_program  # noqa: E731
     else:
         shapes = [(rows, length) for _, _, rows, length in plan]
         decoders = compile_ahead(params, shapes, cfg=cfg, beam=beam, alpha=alpha, nbest=nbest)
+        program = lambda rows, length: decoders[rows, length].result()  # noqa: E731
     for start, count, rows, length in plan:
         chosen = todo[start : start + count]
         batch = pad_batch([ids[i] for i in chosen], rows, length, cfg.pad_id)
         began = time.perf_counter()
-        sequences, scores = jax.device_get(decoders[rows, length].result()(params, batch))
+        sequences, scores = jax.device_get(program(rows, length)(params, batch))
         stats.seconds += time.perf_counter() - began
         for row, i in enumerate(chosen):
             results[i] = [Hypothesis(tokenizer.decode(sequences[row, k]), float(scores[row, k])) for k in range(nbest)]
@@ -234,12 +235,3 @@ def _sample_texts(todo, ids, results, tokenizer, params, cfg, sampling, samples,
             progress(start + count, len(rows_todo))
     stats.sentences = len(todo)
     return Translations(results, stats)
-
-
-def concurrent_result(value):
-    """A finished Future holding ``value`` (what compile_ahead's entries are)."""
-    import concurrent.futures
-
-    future = concurrent.futures.Future()
-    future.set_result(value)
-    return future
