@@ -91,7 +91,7 @@ class Translator:
         *,
         beam: int = 4,
         alpha: float = 0.6,
-        n_best: int = 1,
+        nbest: int = 1,
         tokens_per_batch: int = TOKENS_PER_BATCH,
         progress=None,
         sample: bool = False,
@@ -99,12 +99,15 @@ class Translator:
         top_k: int = 0,
         top_p: float = 1.0,
         seed: int = 0,
+        fit_rows: bool = False,
     ) -> Translations:
-        """Every line translated (``.best``: the best per line; ``.hypotheses[i]``: its ``n_best``, with
-        scores); beam 1 = greedy; α: GNMT length penalty (§6.1). ``sample``: draw ``n_best`` translations per
+        """Every line translated (``.best``: the best per line; ``.hypotheses[i]``: its ``nbest``, with
+        scores); beam 1 = greedy; α: GNMT length penalty (§6.1). ``sample``: draw ``nbest`` translations per
         line at ``temperature`` from the ``top_k`` most likely tokens and the ``top_p`` nucleus, reproducibly
         for a ``seed`` (scores: the model's log-probabilities). ``progress``: a (done, total) callback, e.g.
-        ``t2t_jax.progress.Meter("translate")``."""
+        ``t2t_jax.progress.Meter("translate")``. ``fit_rows``: batches no larger than the lines need (lower
+        latency for a few lines; more shapes to compile). The names are the command's flags and the server's
+        JSON keys."""
         return translate_texts(
             list(texts),
             self.model.tokenizer,
@@ -112,11 +115,12 @@ class Translator:
             self.model.cfg,
             beam=beam,
             alpha=alpha,
-            nbest=n_best,
+            nbest=nbest,
             tokens_per_batch=tokens_per_batch,
             log=lambda *_: None,
             progress=progress,
             sampling=Sampling(temperature, top_k, top_p, seed) if sample else None,
+            fit_rows=fit_rows,
         )
 
     def score(self, sources, references, *, beam: int = 4, alpha: float = 0.6) -> Scores:

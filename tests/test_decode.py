@@ -282,6 +282,20 @@ def test_batch_plan_by_hand():
         assert count <= rows == max(512 // length, 1) and max(lengths[start : start + count]) <= length
 
 
+def test_batch_plan_fit_rows_takes_the_smallest_power_of_two_rows():
+    """A server's request of a few lines decodes in as few rows as hold them, not in a full batch of padding."""
+    from t2t_jax.decode.translate import batch_plan
+
+    assert batch_plan([3], 512, 64, fit_rows=True) == [(0, 1, 1, 8)]
+    assert batch_plan([3, 4, 5], 512, 64, fit_rows=True) == [(0, 3, 4, 8)]
+    assert batch_plan([3] * 5 + [9] * 3 + [20] * 2, 64, 64, fit_rows=True) == [
+        (0, 5, 8, 8),
+        (5, 3, 4, 16),
+        (8, 2, 2, 32),
+    ]
+    assert batch_plan([3] * 9, 64, 64, fit_rows=True) == [(0, 8, 8, 8), (8, 1, 1, 8)]  # capped by the full shape
+
+
 @pytest.mark.parametrize("beam", [1, 4])
 def test_f32_key_cache_decodes_exactly_as_a_bf16_cache(monkeypatch, beam):
     """On CPU, bf16 models cache keys in f32 (decode_cache.key_dtype): the score product reads the same

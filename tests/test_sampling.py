@@ -135,6 +135,6 @@ def test_translate_command_samples_reproducibly_with_its_flags(tmp_path):
     assert all(len(line.split("\t")) == 6 for line in first)
     assert sample("--seed", "5", "--tokens-per-batch", "16") == first  # other batches, the same draws
     translator = t2t_jax.Translator.from_workdir(workdir)
-    api = translator.translate(lines.splitlines(), sample=True, n_best=3, top_k=10, temperature=0.9, seed=5)
+    api = translator.translate(lines.splitlines(), sample=True, nbest=3, top_k=10, temperature=0.9, seed=5)
     assert [[h.text for h in line] for line in api.hypotheses] == [line.split("\t")[0::2] for line in first]
     assert sample("--seed", "6") != first

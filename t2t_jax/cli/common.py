@@ -60,6 +60,25 @@ def parse_with_config(parser: argparse.ArgumentParser, argv=None):
     return args, config
 
 
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """--workdir or --ensemble, and --checkpoint: which trained model(s) a decoding command reads."""
+    parser.add_argument("--workdir", help="the trained model (or give --ensemble)")
+    parser.add_argument(
+        "--ensemble",
+        nargs="+",
+        metavar="WORKDIR[:CHECKPOINT]",
+        help="decode with several models sharing a vocabulary: the mean of their log-probabilities at each step",
+    )
+    parser.add_argument("--checkpoint", default="latest", help="latest, best, averaged or a step number")
+
+
+def model_workdir(args) -> str:
+    """The workdir of the model given (the first of an ensemble); exactly one of --workdir / --ensemble."""
+    if bool(args.workdir) == bool(args.ensemble):
+        fail("give --workdir or --ensemble (one of them)")
+    return args.workdir or args.ensemble[0].partition(":")[0]
+
+
 def quiet_libraries() -> None:
     """Silence absl/orbax logging (read-only managers warn on every open; a failed background save logs each
     failing thread's traceback, thousands of lines, while the run reports it once: checkpoint/manager.py).

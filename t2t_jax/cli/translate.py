@@ -7,21 +7,21 @@ import argparse
 import os
 import sys
 
-from t2t_jax.cli.common import command, fail, quiet_libraries, use_compilation_cache
+from t2t_jax.cli.common import (
+    add_model_arguments,
+    command,
+    fail,
+    model_workdir,
+    quiet_libraries,
+    use_compilation_cache,
+)
 from t2t_jax.data.text import read_lines
 from t2t_jax.errors import DataError
 
 
 def build_parser():
     parser = argparse.ArgumentParser(prog="t2t-translate", description="Translate text with a trained model.")
-    parser.add_argument("--workdir", help="the trained model (or give --ensemble)")
-    parser.add_argument(
-        "--ensemble",
-        nargs="+",
-        metavar="WORKDIR[:CHECKPOINT]",
-        help="decode with several models sharing a vocabulary: the mean of their log-probabilities at each step",
-    )
-    parser.add_argument("--checkpoint", default="latest", help="latest, best, averaged or a step number")
+    add_model_arguments(parser)
     parser.add_argument("--beam", type=int, default=4, help="beam size; 1 = greedy")
     parser.add_argument("--alpha", type=float, default=0.6, help="GNMT length penalty exponent")
     parser.add_argument(
@@ -43,10 +43,9 @@ def build_parser():
 @command
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    if bool(args.workdir) == bool(args.ensemble):
-        fail("give --workdir or --ensemble (one of them)")
+    workdir = model_workdir(args)
     quiet_libraries()
-    use_compilation_cache(args.workdir or args.ensemble[0].partition(":")[0])
+    use_compilation_cache(workdir)
     from t2t_jax.decode.decoder import check_beam, check_sampling
     from t2t_jax.decode.translate import TOKENS_PER_BATCH, Sampling, load_ensemble, load_for_inference, translate_texts
     from t2t_jax.progress import Meter

@@ -116,11 +116,13 @@ def load_ensemble(specs) -> LoadedModel:
     return LoadedModel(cfgs, tuple(model.params for model in models), models[0].tokenizer, models[0].config, -1)
 
 
-def batch_plan(lengths, tokens_per_batch: int, max_len: int):
+def batch_plan(lengths, tokens_per_batch: int, max_len: int, *, fit_rows: bool = False):
     """(start, count, rows, length) of each batch over ``lengths`` sorted ascending: batches of the shapes
     [tokens_per_batch // length, length], length a power-of-two bucket, each taking the longest run of
     sentences that fits one such shape. A bucket's last few sentences thus join the next bucket's batch
-    (in its shape) rather than decoding alone in a batch of padding rows: padding rows compute every step."""
+    (in its shape) rather than decoding alone in a batch of padding rows: padding rows compute every step.
+    ``fit_rows``: a batch of fewer sentences takes the smallest power-of-two rows that hold them (a server's
+    one sentence decodes in 1 row, not 32), at the cost of more shapes to compile."""
 
     def rows(length: int) -> int:
         return max(tokens_per_batch // bucket_length(length, max_len), 1)
@@ -131,7 +133,8 @@ def batch_plan(lengths, tokens_per_batch: int, max_len: int):
         while start + count < len(lengths) and count + 1 <= rows(lengths[start + count]):
             count += 1
         longest = lengths[start + count - 1]
-        plan.append((start, count, rows(longest), bucket_length(longest, max_len)))
+        shape_rows = min(rows(longest), 1 << (count - 1).bit_length()) if fit_rows else rows(longest)
+        plan.append((start, count, shape_rows, bucket_length(longest, max_len)))
         start += count
     return plan
 
@@ -157,9 +160,11 @@ def translate_texts(
     log=print,
     progress=None,
     sampling: Sampling | None = None,
+    fit_rows: bool = False,
 ) -> Translations:
     """Every input line translated, in input order (empty in -> empty out); beam 1 = greedy. With ``sampling``,
-    ``nbest`` samples per line are drawn instead (in draw order; ``beam`` and ``alpha`` are not used)."""
+    ``nbest`` samples per line are drawn instead (in draw order; ``beam`` and ``alpha`` are not used).
+    ``fit_rows``: batches no larger than their sentences need (batch_plan; for latency, not throughput)."""
     if sampling is None:
         check_beam(beam, nbest)
     else:
@@ -180,9 +185,12 @@ def translate_texts(
     if sampling is not None:
         if ensemble:
             raise ConfigError("sampling draws from one model: give one workdir, not an ensemble")
-        return _sample_texts(todo, ids, results, tokenizer, params, cfg, sampling, nbest, tokens_per_batch, progress)
+        plan = batch_plan(
+            [len(ids[i]) for i in todo for _ in range(nbest)], tokens_per_batch, cfg.max_len, fit_rows=fit_rows
+        )
+        return _sample_texts(todo, ids, results, tokenizer, params, cfg, sampling, nbest, plan, progress)
     stats = DecodeStats()
-    plan = batch_plan([len(ids[i]) for i in todo], tokens_per_batch, cfg.max_len)
+    plan = batch_plan([len(ids[i]) for i in todo], tokens_per_batch, cfg.max_len, fit_rows=fit_rows)
     if ensemble:  # jit compiles each shape on first use
         ensemble_program = functools.partial(ensemble_ids, cfgs=ensemble, beam=beam, alpha=alpha, nbest=nbest)
         program = lambda rows, length: ensemble_program  # noqa: E731
@@ -205,11 +213,12 @@ def translate_texts(
     return Translations(results, stats)
 
 
-def _sample_texts(todo, ids, results, tokenizer, params, cfg, sampling, samples, tokens_per_batch, progress):
-    """``samples`` draws for each line in ``todo``: one row per (line, draw), keyed by both (sample_keys)."""
+def _sample_texts(todo, ids, results, tokenizer, params, cfg, sampling, samples, plan, progress):
+    """``samples`` draws for each line in ``todo``: one row per (line, draw), keyed by both (sample_keys);
+    ``plan``: batch_plan over those rows."""
     rows_todo = [(i, k) for i in todo for k in range(samples)]  # todo is sorted by length: so are these
     stats = DecodeStats()
-    for start, count, rows, length in batch_plan([len(ids[i]) for i, _ in rows_todo], tokens_per_batch, cfg.max_len):
+    for start, count, rows, length in plan:
         chosen = rows_todo[start : start + count]
         batch = pad_batch([ids[i] for i, _ in chosen], rows, length, cfg.pad_id)
         lines = [i for i, _ in chosen] + [0] * (rows - count)  # padding rows draw with any key

@@ -1,0 +1,193 @@
+"""t2t-serve as a client sees it, over a real socket on 127.0.0.1: the same translations, samples and scores as
+the Python API, concurrent requests batched, every bad request a 400 with one message while the server keeps
+serving, and SIGTERM answering the request in flight before the process exits 0."""
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from test_end_to_end import train_reversal_workdir
+
+import t2t_jax
+
+pytest.importorskip("aiohttp")
+
+LINES = ["a b c d", "e f g", "p o n m l k", "b a"]
+
+
+def start_server(*args):
+    """(process, base url) of a t2t-serve on a free port, once it prints its address."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "t2t_jax.serve", "--port", "0", *args],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    seen = []
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        seen.append(line)
+        found = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
+        if found:
+            return process, found.group(1)
+        if not line and process.poll() is not None:
+            break
+    process.kill()
+    raise AssertionError("the server did not start:\n" + "".join(seen))
+
+
+def call(url, path, body=None, raw=None):
+    """(status, JSON reply) of a GET (no body) or POST."""
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    request = urllib.request.Request(url + path, data=data, method="GET" if data is None else "POST")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    return train_reversal_workdir(tmp_path_factory.mktemp("serve"), steps=60)
+
+
+@pytest.fixture(scope="module")
+def translator(workdir):
+    return t2t_jax.Translator.from_workdir(workdir)
+
+
+@pytest.fixture(scope="module")
+def server(workdir):
+    process, url = start_server("--workdir", str(workdir), "--batch-wait-ms", "300")
+    yield url
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=30) == 0
+
+
+def test_translate_equals_the_api_with_beam_and_nbest(server, translator):
+    status, reply = call(server, "/translate", {"src": LINES, "beam": 3, "nbest": 2, "alpha": 1.0})
+    assert status == 200
+    expected = translator.translate(LINES, beam=3, nbest=2, alpha=1.0).hypotheses
+    assert [[h["text"] for h in line["hypotheses"]] for line in reply["translations"]] == [
+        [h.text for h in hyps] for hyps in expected
+    ]
+    assert [line["score"] for line in reply["translations"]] == pytest.approx([h[0].score for h in expected], abs=1e-4)
+    status, one = call(server, "/translate", {"src": LINES[0]})  # a string is one line
+    assert status == 200 and one["translations"][0]["text"] == translator.translate(LINES[:1]).best[0]
+
+
+def test_sampling_is_the_api_sampling_for_the_same_seed(server, translator):
+    body = {"src": LINES, "sample": True, "nbest": 3, "temperature": 1.5, "top_k": 5, "seed": 7}
+    status, reply = call(server, "/translate", body)
+    assert status == 200
+    expected = translator.translate(LINES, sample=True, nbest=3, temperature=1.5, top_k=5, seed=7).hypotheses
+    assert [[h["text"] for h in line["hypotheses"]] for line in reply["translations"]] == [
+        [h.text for h in hyps] for hyps in expected
+    ]
+    again = call(server, "/translate", body)[1]
+    assert again == reply  # reproducible
+
+
+def test_score_equals_score_pairs(server, translator):
+    targets = ["D C B A", "G F E", "K L M N O P", "A B"]
+    status, reply = call(server, "/score", {"src": LINES, "tgt": targets, "per_token": True})
+    assert status == 200
+    expected = translator.score_pairs(LINES, targets, per_token=True)
+    for got, want in zip(reply["scores"], expected):
+        assert got["tokens"] == want.tokens
+        assert got["total"] == pytest.approx(want.total, abs=1e-4)
+        assert got["normalized"] == pytest.approx(want.normalized, abs=1e-4)
+        assert got["per_token"] == pytest.approx(want.per_token, abs=1e-4)
+
+
+def test_concurrent_requests_are_batched_and_each_gets_its_own_lines(server, translator):
+    before = call(server, "/health")[1]
+    sentences = [" ".join("abcdefgh"[i : i + 3 + i % 3]) for i in range(8)]
+    replies = [None] * len(sentences)
+
+    def client(i):
+        replies[i] = call(server, "/translate", {"src": sentences[i]})
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(len(sentences))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert [r[1]["translations"][0]["text"] for r in replies] == translator.translate(sentences).best
+    after = call(server, "/health")[1]
+    assert after["requests"] - before["requests"] == len(sentences)
+    assert after["batches"] - before["batches"] < len(sentences)  # sent together, decoded together
+
+
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        (b'{"src": "a b', "not JSON"),
+        (b"[1, 2]", "must be a JSON object"),
+        (b'{"text": "a b"}', "unknown key 'text'"),
+        (b'{"beam": 2}', "missing key 'src'"),
+        (b'{"src": 5}', "'src' must be a string or a list of strings"),
+        (b'{"src": "a", "beam": "4"}', "'beam' must be int"),
+        (b'{"src": "a", "beam": 2.5}', "'beam' must be int"),
+        (b'{"src": "a", "sample": 1}', "'sample' must be bool"),
+        (b'{"src": "a", "alpha": true}', "'alpha' must be a number"),
+        (b'{"src": ""}', "'src' line 1 is empty"),
+        (b'{"src": ["a", "  "]}', "'src' line 2 is empty"),
+        (b'{"src": []}', "has 0 lines"),
+        (json.dumps({"src": ["a"] * 65}).encode(), "has 65 lines; a request takes 1 to 64"),
+        (json.dumps({"src": "a" * 2001}).encode(), "2,001 characters"),
+        (json.dumps({"src": " ".join("abcdefgh" * 10)}).encode(), "more than the model's max_len"),
+        (b'{"src": "a", "beam": 0}', "beam 0: need beam >= 1"),
+        (b'{"src": "a", "beam": 2, "nbest": 3}', "nbest 3: need 1 <= nbest <= beam"),
+        (b'{"src": "a", "sample": true, "top_p": 0}', "top_p 0.0: need 0 < top_p <= 1"),
+        (b'{"src": "a", "sample": true, "temperature": -1}', "temperature -1.0: need >= 0"),
+    ],
+    ids=lambda value: None if isinstance(value, bytes) else value[:40],
+)
+def test_bad_translate_requests_get_400_and_the_server_keeps_serving(server, body, fragment):
+    status, reply = call(server, "/translate", raw=body)
+    assert status == 400 and fragment in reply["error"], reply
+    assert call(server, "/translate", {"src": "a b"})[0] == 200
+
+
+def test_bad_score_requests_and_unknown_routes(server):
+    status, reply = call(server, "/score", {"src": ["a", "b"], "tgt": ["A"]})
+    assert status == 400 and "2 src lines but 1 tgt lines" in reply["error"]
+    status, reply = call(server, "/score", {"src": ["a"]})
+    assert status == 400 and "missing key 'tgt'" in reply["error"]
+    assert call(server, "/nowhere", {"src": "a"})[0] == 404
+    assert call(server, "/translate")[0] == 405  # GET
+    assert call(server, "/health")[1]["status"] == "ok"
+
+
+def test_sigterm_answers_the_request_in_flight_then_exits_0(workdir, translator):
+    """An ensemble of the model with itself (its translations equal the model's), stopped while a request waits
+    in its batch window."""
+    process, url = start_server("--ensemble", str(workdir), str(workdir), "--batch-wait-ms", "1500", "--no-warmup")
+    try:
+        reply = []
+        client = threading.Thread(target=lambda: reply.append(call(url, "/translate", {"src": LINES})))
+        client.start()
+        time.sleep(0.5)
+        process.send_signal(signal.SIGTERM)
+        client.join(timeout=60)
+        assert reply and reply[0][0] == 200
+        assert [line["text"] for line in reply[0][1]["translations"]] == translator.translate(LINES).best
+        assert process.wait(timeout=30) == 0
+        assert "stopped after 1 requests in 1 batches" in process.stderr.read()
+    finally:
+        process.kill()
+
+
+def test_serve_usage_errors_exit_2(workdir):
+    for args in ([], ["--workdir", str(workdir), "--ensemble", str(workdir)], ["--workdir", "w", "--max-lines", "0"]):
+        result = subprocess.run([sys.executable, "-m", "t2t_jax.serve", *args], capture_output=True, text=True)
+        assert result.returncode == 2 and result.stderr.startswith("error:"), result.stderr
