@@ -22,6 +22,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
+from bench.machine import recorded  # noqa: E402
 from bench.memory import peak_memory  # noqa: E402
 from bench.train_step import SIZES, model_config  # noqa: E402
 from t2t_jax.decode.decoder import translate_ids, translate_uncached  # noqa: E402
@@ -111,7 +112,7 @@ def main():
                 report["results"].append(entry)
                 print(json.dumps(entry), file=sys.stderr, flush=True)
     report["memory"] = peak_memory()
-    print(json.dumps(report, indent=2))
+    print(json.dumps(recorded(report), indent=2))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import jax  # noqa: E402
 import ml_collections  # noqa: E402
 import numpy as np  # noqa: E402
 
+from bench.machine import recorded  # noqa: E402
 from t2t_jax.data.sources import split_text  # noqa: E402
 from t2t_jax.decode import search  # noqa: E402
 from t2t_jax.decode.decoder import EXTRA_LENGTH, decode_length, translate_ids  # noqa: E402
@@ -103,7 +104,7 @@ def main():
     totals["padding_fraction"] = round(totals["padding_row_steps"] / totals["row_steps"], 3)
     report = {"workdir": args.workdir, "checkpoint": args.checkpoint, "step": model.step, "beam": args.beam}
     report["tokens_per_batch"] = args.tokens_per_batch
-    print(json.dumps({**report, **totals, "batches": batches}, indent=2))
+    print(json.dumps(recorded({**report, **totals, "batches": batches}), indent=2))
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import ml_collections  # noqa: E402
 
+from bench.machine import recorded  # noqa: E402
 from t2t_jax.checkpoint.params import load_params  # noqa: E402
 from t2t_jax.data.sources import split_text  # noqa: E402
 from t2t_jax.decode.decoder import decode_length  # noqa: E402
@@ -201,7 +202,7 @@ def main():
         if name.endswith("beam1") and not name.startswith("t2t_jax"):
             same = sum(a == b for a, b in zip(outputs[name], outputs["t2t_jax_beam1"])) / len(sources)
             report[name]["identical_lines_vs_t2t_jax_greedy"] = round(same, 4)
-    print(json.dumps(report, indent=2))
+    print(json.dumps(recorded(report), indent=2))
 
 
 if __name__ == "__main__":

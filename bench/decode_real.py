@@ -18,6 +18,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
+from bench.machine import recorded  # noqa: E402
 from t2t_jax.data.text import read_lines  # noqa: E402
 from t2t_jax.decode.translate import load_for_inference, translate_texts  # noqa: E402
 from t2t_jax.model import decode_cache  # noqa: E402
@@ -54,7 +55,7 @@ def main():
         report["runs"].append({"seconds": time.perf_counter() - start, "target_tokens": translations.stats.tokens})
         outputs.append(translations.best)
     report["runs_agree"] = outputs[0] == outputs[1]
-    print(json.dumps(report, indent=2))
+    print(json.dumps(recorded(report), indent=2))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import ml_collections  # noqa: E402
 
+from bench.machine import recorded  # noqa: E402
 from t2t_jax.checkpoint.params import load_params  # noqa: E402
 from t2t_jax.data.sources import split_text  # noqa: E402
 from t2t_jax.decode.translate import load_for_inference, translate_texts  # noqa: E402
@@ -80,7 +81,7 @@ def main():
             print(name, report[name], file=sys.stderr, flush=True)
         same = lambda a, b: sum(x == y for x, y in zip(outputs[a], outputs[b])) / len(sources)  # noqa: E731
         report["identical_lines_hf_p0_vs_t2t_alpha0"] = round(same("hf_generate_p0", "t2t_beam4_alpha0"), 4)
-    print(json.dumps(report, indent=2))
+    print(json.dumps(recorded(report), indent=2))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from bench.machine import recorded  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = pathlib.Path(os.environ.get("T2T_DATA_DIR", ROOT.parent / "shared" / "data"))
 TINY = [
@@ -223,14 +227,14 @@ def main():
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=os.environ.get("T2T_BENCH_TMP")) as tmp:
         root = pathlib.Path(tmp)
-        report = {"machine": f"{os.cpu_count()} CPU cores", "multi30k": multi30k_baseline(root), "sizes": []}
+        report = {"multi30k": multi30k_baseline(root), "sizes": []}
         vocabulary = None
         sizes = [int(p) for p in args.pairs.split(",")]
         for pairs in sizes:
             result, vocabulary = one_size(pairs, root, vocabulary, args.batches, last=pairs == sizes[-1])
             report["sizes"].append(result)
             print(json.dumps(result), file=sys.stderr, flush=True)
-    text = json.dumps(report, indent=2)
+    text = json.dumps(recorded(report), indent=2)
     print(text)
     if args.out:
         pathlib.Path(args.out).write_text(text + "\n")

@@ -17,6 +17,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
+from bench.machine import recorded  # noqa: E402
 from bench.memory import peak_memory  # noqa: E402
 from t2t_jax.config import load_config  # noqa: E402
 from t2t_jax.data.inputs import make_data  # noqa: E402
@@ -42,17 +43,19 @@ def main():
     batches_per_s = args.batches / seconds
     print(
         json.dumps(
-            {
-                "dataset": "multi30k en-de",
-                "batch_shape": list(batch["targets"].shape),
-                "setup_seconds_tokenizer_and_encoding": setup,
-                "batches_per_s": batches_per_s,
-                "target_tokens_per_s": tokens / seconds,
-                "packing_efficiency": tokens / (args.batches * batch["targets"].size),
-                "tiny_train_step_batches_per_s": 1 / TINY_STEP_SECONDS,
-                "headroom_vs_tiny_step": batches_per_s * TINY_STEP_SECONDS,
-                "memory": peak_memory(),
-            },
+            recorded(
+                {
+                    "dataset": "multi30k en-de",
+                    "batch_shape": list(batch["targets"].shape),
+                    "setup_seconds_tokenizer_and_encoding": setup,
+                    "batches_per_s": batches_per_s,
+                    "target_tokens_per_s": tokens / seconds,
+                    "packing_efficiency": tokens / (args.batches * batch["targets"].size),
+                    "tiny_train_step_batches_per_s": 1 / TINY_STEP_SECONDS,
+                    "headroom_vs_tiny_step": batches_per_s * TINY_STEP_SECONDS,
+                    "memory": peak_memory(),
+                }
+            ),
             indent=2,
         )
     )

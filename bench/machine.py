@@ -3,8 +3,10 @@ and the versions of the stack. A figure without its machine cannot be compared w
 
 from __future__ import annotations
 
+import datetime
 import os
 import platform
+import sys
 
 BF16_CPU_FLAGS = ("amx_bf16", "amx_tile", "amx_int8", "avx512_bf16", "avx512_vnni", "avx512f", "avx2")
 
@@ -51,3 +53,15 @@ def describe() -> dict:
     except ImportError:
         pass
     return report
+
+
+def recorded(report: dict) -> dict:
+    """``report`` as a benchmark prints it: the machine (``describe``, merged into any machine fields it has),
+    the command line and the date first."""
+    machine = report.get("machine")
+    stamped = {
+        "machine": {**describe(), **(machine if isinstance(machine, dict) else {})},
+        "command": "python " + " ".join(sys.argv),
+        "date": datetime.date.today().isoformat(),
+    }
+    return {**stamped, **{key: value for key, value in report.items() if key not in stamped}}

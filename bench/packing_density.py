@@ -15,6 +15,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from bench.machine import recorded  # noqa: E402
 from t2t_jax.data.pipeline import PackedTrainBatches  # noqa: E402
 from t2t_jax.data.text import read_parallel  # noqa: E402
 from t2t_jax.data.tokenizer import train_tokenizer  # noqa: E402
@@ -42,16 +44,18 @@ def main():
     slots = args.rows * args.length
     print(
         json.dumps(
-            {
-                "prefix": args.prefix,
-                "vocab": args.vocab,
-                "pairs": len(keep),
-                "slots_per_side": slots,
-                "source_tokens_per_batch": round(float(counts[:, 0].mean())),
-                "target_tokens_per_batch": round(float(counts[:, 1].mean())),
-                "source_fill": round(float(counts[:, 0].mean()) / slots, 3),
-                "target_fill": round(float(counts[:, 1].mean()) / slots, 3),
-            }
+            recorded(
+                {
+                    "prefix": args.prefix,
+                    "vocab": args.vocab,
+                    "pairs": len(keep),
+                    "slots_per_side": slots,
+                    "source_tokens_per_batch": round(float(counts[:, 0].mean())),
+                    "target_tokens_per_batch": round(float(counts[:, 1].mean())),
+                    "source_fill": round(float(counts[:, 0].mean()) / slots, 3),
+                    "target_fill": round(float(counts[:, 1].mean()) / slots, 3),
+                }
+            )
         )
     )
 

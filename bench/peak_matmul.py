@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import pathlib
+import sys
 import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import jax
 import jax.numpy as jnp
+
+from bench.machine import recorded  # noqa: E402
 
 
 def matmul_rate(n: int, dtype, repeats: int) -> float:
@@ -44,7 +50,7 @@ def main():
     parser.add_argument("--size", type=int, default=2048)
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args()
-    print(json.dumps(measure(args.size, args.repeats), indent=2))
+    print(json.dumps(recorded(measure(args.size, args.repeats)), indent=2))
 
 
 if __name__ == "__main__":

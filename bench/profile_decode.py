@@ -30,6 +30,9 @@ import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from bench.machine import recorded  # noqa: E402
+
 os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_cpu_enable_xprof_traceme=true"
 
 import jax  # noqa: E402
@@ -120,16 +123,18 @@ def main():
         per_group[group] += event["dur"] / 1000 / steps
     print(
         json.dumps(
-            {
-                "size": args.size,
-                "batch": args.batch,
-                "beam": args.beam,
-                "dtype": args.dtype,
-                "steps": steps,
-                "wall_ms_per_step": 1000 * wall / steps,
-                "threads": len(threads),
-                "op_ms_per_step": {k: round(v, 3) for k, v in per_group.most_common()},
-            },
+            recorded(
+                {
+                    "size": args.size,
+                    "batch": args.batch,
+                    "beam": args.beam,
+                    "dtype": args.dtype,
+                    "steps": steps,
+                    "wall_ms_per_step": 1000 * wall / steps,
+                    "threads": len(threads),
+                    "op_ms_per_step": {k: round(v, 3) for k, v in per_group.most_common()},
+                }
+            ),
             indent=2,
         )
     )

@@ -19,6 +19,10 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from bench.machine import recorded  # noqa: E402
+
 HERE = pathlib.Path(__file__).resolve().parent
 
 
@@ -110,7 +114,7 @@ def main():
         }
         document["memory"]["input_pipeline"] = pipeline["memory"]
         document["raw"]["input_pipeline"] = pipeline
-    text = json.dumps(document, indent=2)
+    text = json.dumps(recorded(document), indent=2)
     if args.out:
         pathlib.Path(args.out).write_text(text + "\n")
     print(text)

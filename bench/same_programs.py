@@ -22,6 +22,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from bench.machine import recorded  # noqa: E402
+
 LOWER = r"""
 import pathlib, sys
 sys.path.insert(0, ".")
@@ -90,7 +94,7 @@ def main():
                 "differing_ops": sum(only["before"].values()) + sum(only["after"].values()),
                 "examples": {side: [line[:160] for line in list(c)[:3]] for side, c in only.items()},
             }
-    print(json.dumps(report, indent=2))
+    print(json.dumps(recorded(report), indent=2))
 
 
 if __name__ == "__main__":

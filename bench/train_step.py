@@ -18,6 +18,9 @@ import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from bench.machine import recorded  # noqa: E402
+
 if "--fake-devices" in sys.argv:  # must reach XLA before jax is imported
     _count = sys.argv[sys.argv.index("--fake-devices") + 1]
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={_count}"
@@ -132,7 +135,7 @@ def main():
         report["results"][name] = entry
         print(json.dumps({name: entry}), file=sys.stderr, flush=True)
     report["memory"] = peak_memory()
-    print(json.dumps(report, indent=2))
+    print(json.dumps(recorded(report), indent=2))
 
 
 if __name__ == "__main__":
