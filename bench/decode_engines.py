@@ -99,7 +99,7 @@ def commands(workdir, checkpoint, source_file, ct2_dir, scratch) -> dict:
     sentence, a cache without its batch shape) and warm (the cache the cold run filled), and CTranslate2's
     one-sentence process for comparison."""
     cache = {"JAX_COMPILATION_CACHE_DIR": f"{scratch}/jax_cache"}
-    translate = [sys.executable, "-m", "t2t_jax.translate", "--workdir", workdir, "--checkpoint", checkpoint]
+    translate = [sys.executable, "-m", "t2t_jax", "translate", "--workdir", workdir, "--checkpoint", checkpoint]
     test_set = translate + ["--input", source_file, "--output", f"{scratch}/out.txt"]
     one = f"{SENTENCE}\n".encode()
     ct2_one = (

@@ -8,7 +8,7 @@ On whatever ``jax.devices()`` offers it measures, in one process:
 - ``matmul``: the device's achievable matmul rate now (square n×n, bf16 and f32 inputs, f32 accumulation), the
   denominator of ``mfu_measured``; ``nominal_bf16_tflops`` is the vendor's dense bf16 peak where the device is
   known (``mfu_nominal``).
-- ``train``: the paper's base and big models (configs/base.py, big.py) at ~25k target tokens per step
+- ``train``: the paper's base and big models (config/presets/base.py, big.py) at ~25k target tokens per step
   (fewer rows when that does not fit), bf16 and f32 through the einsum attention, and bf16 through
   ``jax.nn.dot_product_attention`` (attention="fused", cuDNN where available): tokens/s, step time, MFU, the
   compiled program's memory and the device's peak, and how many XLA compilations the first 20 steps caused
@@ -16,7 +16,7 @@ On whatever ``jax.devices()`` offers it measures, in one process:
 - ``decode``: the base model, beam 4, batch 64 and 1, on random weights (no EOS: every hypothesis runs to the
   length limit, a fixed amount of work), ours against Hugging Face ``generate`` on the same exported weights
   on the same device (when torch and transformers import there).
-- ``minutes_to_bleu``: the Multi30k main job (configs/multi30k.py) for a fixed training budget, then its
+- ``minutes_to_bleu``: the Multi30k main job (config/presets/multi30k.py) for a fixed training budget, then its
   final stage (checkpoint averaging chosen on val, beam 4) on test_2016_flickr: steps and test sacreBLEU.
   It needs ``--data-dir`` (holding multi30k/) or T2T_DATA_DIR; ``--smoke`` writes a tiny synthetic corpus.
 """
@@ -40,7 +40,7 @@ import numpy as np  # noqa: E402
 
 from bench.machine import describe  # noqa: E402
 from bench.peak_matmul import matmul_rate  # noqa: E402
-from t2t_jax import configs  # noqa: E402
+from t2t_jax import config as configs  # noqa: E402
 from t2t_jax.config import model_config  # noqa: E402
 from t2t_jax.model import Transformer  # noqa: E402
 from t2t_jax.model.flops import train_step_flops  # noqa: E402
@@ -301,7 +301,7 @@ def measure_minutes_to_bleu(plan, smoke, data_dir, log) -> dict:
             "--config.final.average_choices='1,2'",
             "--config.final.alpha_choices='0.6'",
         ]
-    config = t2t_jax.configs.get("multi30k", *overrides)
+    config = t2t_jax.config.get("multi30k", *overrides)
     start = time.perf_counter()
     run = t2t_jax.train_and_evaluate(config, workdir, log=lambda *a, **k: None)
     test = run.reports.get("test", {})

@@ -147,7 +147,7 @@ def input_at_scale_table(data: dict) -> str:
         rows.append(f"| {label} | {first} | {per_size(million)} | {per_size(full)} |")
 
     row(
-        "preprocess (`python -m t2t_jax.preprocess`, vocabulary reused, 2 workers)",
+        "preprocess (`python -m t2t_jax preprocess`, vocabulary reused, 2 workers)",
         "2 s",
         lambda s: f"{s['preprocess']['seconds']:.0f} s, {s['preprocess']['pairs_per_s']:,} pairs/s",
     )

@@ -6,7 +6,7 @@ For each size a corpus of that many EN-DE pairs is generated in a temporary fold
 slice and the news tests of ``../shared/data`` (never committed), then, each in its own process:
   * vocabulary: learning an 8000-piece BPE vocabulary (as Multi30k's, so the memory baseline is the same
     model) on the first size, and the base config's 37000 pieces from a 1M-sentence sample on the last;
-  * preprocess: ``python -m t2t_jax.preprocess`` with the 8000-piece vocabulary reused (encoding and writing
+  * preprocess: ``python -m t2t_jax preprocess`` with the 8000-piece vocabulary reused (encoding and writing
     only), pairs/s and the peak RSS of the largest process (main or worker);
   * train fresh / resume: the real ``t2t-train`` (tiny model, 16x256 batches so that the step's own memory is
     small) for 2 steps on the preprocessed directory, then again to 4 steps: seconds from the command's start
@@ -109,7 +109,7 @@ def text_config(prefix) -> list[str]:
     dev = DATA / "wmt14" / "en-de" / "newstest2013"
     return [
         "--config",
-        "experiments/base.py",
+        "base",
         "--config.data.dataset=parallel_text",
         f"--config.data.train_prefix={prefix}",
         f"--config.data.validation_prefix={dev}",
@@ -119,7 +119,7 @@ def text_config(prefix) -> list[str]:
 def measure_input(config_args, workdir, batches: int) -> dict:
     code = (
         "import json,sys,time; from t2t_jax.config import load_config; from t2t_jax.data.inputs import make_data\n"
-        f"c = load_config('experiments/base.py', {config_args[2:]!r})\n"
+        f"c = load_config('base', {config_args[2:]!r})\n"
         f"d = make_data(c, {str(workdir)!r}, log=lambda *a: None); next(d.train)\n"
         "s = time.perf_counter(); real = slots = 0\n"
         f"for _ in range({batches}):\n"
@@ -143,7 +143,7 @@ def learn_vocabulary(config, directory) -> dict:
             "-c",
             (
                 "from etils import epath; from t2t_jax.config import load_config; from t2t_jax.data.preprocess import "
-                f"_vocabulary\nc = load_config('experiments/base.py', {config[2:]!r}); "
+                f"_vocabulary\nc = load_config('base', {config[2:]!r}); "
                 f"d = epath.Path({str(directory)!r})\n"
                 "d.mkdir(parents=True); _vocabulary(c, None, d, print)"
             ),
@@ -166,7 +166,17 @@ def one_size(pairs: int, root: pathlib.Path, vocabulary, batches: int, last: boo
     tokenized = root / f"tok{pairs}"
     config = config + [VOCAB_OVERRIDE.format(8000)]
     seconds, _, rss, _ = run(
-        [sys.executable, "-m", "t2t_jax.preprocess", *config, "--out", str(tokenized), "--vocabulary", str(vocabulary)]
+        [
+            sys.executable,
+            "-m",
+            "t2t_jax",
+            "preprocess",
+            *config,
+            "--out",
+            str(tokenized),
+            "--vocabulary",
+            str(vocabulary),
+        ]
     )
     result["preprocess"] = {
         "seconds": round(seconds, 1),
@@ -205,7 +215,7 @@ def multi30k_baseline(root: pathlib.Path) -> dict:
         "-m",
         "t2t_jax.cli.train",
         "--config",
-        "experiments/multi30k.py",
+        "multi30k",
         "--workdir",
         str(root / "m30k"),
         f"--config.data.data_dir={DATA}",

@@ -29,7 +29,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=200)
     args = parser.parse_args()
-    config = load_config("experiments/multi30k.py", ["--config.data.batch_tokens=2048"])
+    config = load_config("multi30k", ["--config.data.batch_tokens=2048"])
     with tempfile.TemporaryDirectory() as workdir:
         start = time.perf_counter()
         data = make_data(config, workdir, log=lambda *_: None)

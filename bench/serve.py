@@ -61,7 +61,7 @@ def post(url, path, body) -> dict:
 def start_server(workdir, checkpoint):
     """(process, url): t2t-serve on a free port, after its warm-up."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "t2t_jax.serve", "--workdir", workdir, "--checkpoint", checkpoint, "--port", "0"],
+        [sys.executable, "-m", "t2t_jax", "serve", "--workdir", workdir, "--checkpoint", checkpoint, "--port", "0"],
         stderr=subprocess.PIPE,
         text=True,
     )

@@ -1,7 +1,7 @@
 """t2t_jax: the Transformer of "Attention Is All You Need" in JAX/Flax.
 
-The public API (imported on first use, so ``import t2t_jax`` stays cheap): ``configs`` (the packaged configs:
-``configs.get("multi30k", "--config.a.b=v")``), ``train_and_evaluate(config, workdir)`` (named as in the Flax
+The public API (imported on first use, so ``import t2t_jax`` stays cheap): ``config`` (the schema and the packaged
+configs: ``config.get("multi30k", "--config.a.b=v")``), ``train_and_evaluate(config, workdir)`` (named as in the Flax
 examples; ``t2t_jax.train`` is the training package), ``Translator.from_workdir(workdir)`` with ``.translate``,
 ``.score`` (corpus BLEU against references) and ``.score_pairs`` (log P of given translations), and
 ``Transformer`` / ``ModelConfig`` for your own loop.
@@ -16,7 +16,7 @@ __all__ = [
     "TrainingRun",
     "Transformer",
     "Translator",
-    "configs",
+    "config",
     "train_and_evaluate",
 ]
 
@@ -34,8 +34,8 @@ _FROM = {
 def __getattr__(name):
     import importlib
 
-    if name == "configs":
-        return importlib.import_module("t2t_jax.configs")
+    if name == "config":
+        return importlib.import_module("t2t_jax.config")
     if name in _FROM:
         return getattr(importlib.import_module(_FROM[name]), name)
     raise AttributeError(f"module 't2t_jax' has no attribute {name!r}")

@@ -2,7 +2,7 @@
 as functions with named results (README, "Python API").
 
     import t2t_jax
-    run = t2t_jax.train_and_evaluate(t2t_jax.configs.get("smoke"), "workdirs/smoke")
+    run = t2t_jax.train_and_evaluate(t2t_jax.config.get("smoke"), "workdirs/smoke")
     translator = t2t_jax.Translator.from_workdir("workdirs/smoke")
     translator.translate(["a b c"]).best
 """

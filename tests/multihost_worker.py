@@ -76,7 +76,7 @@ def main():
             f"--config.parallel.process_id={process_id}",
         ]
     )
-    train_cli.main(["--config", "experiments/smoke.py", "--workdir", workdir, *group, *overrides])
+    train_cli.main(["--config", "smoke", "--workdir", workdir, *group, *overrides])
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ def ablate(tmp_path, *extra, steps=6, rows="E"):
         [
             sys.executable,
             "-m",
-            "t2t_jax.ablate",
+            "t2t_jax",
+            "ablate",
             "--rows",
             rows,
             "--steps",
@@ -26,7 +27,7 @@ def ablate(tmp_path, *extra, steps=6, rows="E"):
             "--workdir",
             str(tmp_path / "ab"),
             "--base-config",
-            "experiments/smoke.py",
+            "smoke",
             "--bleu-sentences",
             "4",
             "--config.data.dataset=parallel_text",
@@ -50,7 +51,7 @@ def test_ablation_runner_writes_table_and_resumes_without_retraining(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "[base 1/3] step 2/6" in out.stdout and "[E_learned 3/3] step 6/6" in out.stdout  # each run's progress
     lines = (tmp_path / "ab" / "table3.md").read_text().splitlines()
-    assert lines[0].startswith("Command: `python -m t2t_jax.ablate --rows E")
+    assert lines[0].startswith("Command: `python -m t2t_jax ablate --rows E")
     rows = [line for line in lines if line.startswith(("| base", "| E_learned"))]
     assert [r.split("|")[1].strip() for r in rows] == ["base", "base_seed1", "E_learned"]
     assert all(line.count("|") == 14 for line in rows)
@@ -155,7 +156,7 @@ def test_effects_and_agreement_by_hand():
 
 def test_every_multi30k_row_is_a_valid_model_differing_from_base_as_named():
     from t2t_jax.config import load_config
-    from t2t_jax.configs.table3 import MULTI30K_ROWS, PAPER
+    from t2t_jax.config.presets.table3 import MULTI30K_ROWS, PAPER
     from t2t_jax.model.config import ModelConfig
 
     base = load_config("table3:multi30k/base")
@@ -176,7 +177,7 @@ def test_every_multi30k_row_is_a_valid_model_differing_from_base_as_named():
 
 @pytest.mark.slow
 def test_paper_table_rows_run_on_a_base_config_and_print_the_papers_figures(tmp_path):
-    """--table paper: the paper's row deltas (configs/table3.py ROWS) on the given base config, each row beside
+    """--table paper: the paper's row deltas (config/presets/table3.py ROWS) on the given base config, each row beside
     the paper's own dev PPL and BLEU for it."""
     write_task(tmp_path, "train", 200, 0)
     write_task(tmp_path, "dev", 6, 1)

@@ -18,9 +18,9 @@ SMOKE = ["--config", "smoke", "--config.data.batch_tokens=256", "--config.train.
 
 
 def run(command, *args, stdin=None, env=None, prefix=(), timeout=300):
-    """(exit code, stdout, stderr) of ``python -m t2t_jax.<command> args``."""
+    """(exit code, stdout, stderr) of ``python -m t2t_jax <command> args``."""
     result = subprocess.run(
-        [*prefix, sys.executable, "-m", f"t2t_jax.{command}", *map(str, args)],
+        [*prefix, sys.executable, "-m", "t2t_jax", command, *map(str, args)],
         input=stdin,
         capture_output=True,
         timeout=timeout,

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from readme_example import ROOT, SHARED_DATA, run_readme_example
+from readme_example import SHARED_DATA, run_readme_example
 
 
 @pytest.mark.slow
@@ -31,40 +31,28 @@ def test_the_readme_python_example_runs_as_written(tmp_path):
     assert signature.startswith("nrefs:1|case:mixed|eff:no|tok:13a")
 
 
-def test_packaged_configs_load_by_name_and_by_checkout_path_from_any_directory(tmp_path):
+def test_packaged_configs_load_by_name_and_by_file_from_any_directory(tmp_path):
     code = (
         "import t2t_jax\n"
-        "names = t2t_jax.configs.names()\n"
+        "names = t2t_jax.config.names()\n"
         "assert {'multi30k', 'smoke', 'table3', 'base'} <= set(names), names\n"
-        "a = t2t_jax.configs.get('multi30k')\n"
-        "b = t2t_jax.configs.get('experiments/multi30k.py')  # no such file here: the packaged one\n"
+        "a = t2t_jax.config.get('multi30k')\n"
+        "b = t2t_jax.config.get(t2t_jax.config.presets.module('multi30k').__file__)  # by its file\n"
         "assert a.to_dict() == b.to_dict()\n"
-        "assert t2t_jax.configs.get('table3:B_dk16', '--config.train.steps=7').model.d_k == 16\n"
-        "try:\n    t2t_jax.configs.get('elsewhere/multi30k.py')\nexcept t2t_jax.errors.ConfigError as e:\n"
+        "assert t2t_jax.config.get('table3:B_dk16', '--config.train.steps=7').model.d_k == 16\n"
+        "try:\n    t2t_jax.config.get('experiments/multi30k.py')\nexcept t2t_jax.errors.ConfigError as e:\n"
         "    print(e)\n"
         "print(t2t_jax.Translator.__name__, t2t_jax.ModelConfig.__name__, t2t_jax.train_and_evaluate.__name__)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert "config not found: elsewhere/multi30k.py is neither a file nor a packaged config" in result.stdout
+    assert "config not found: experiments/multi30k.py is neither a file nor a packaged config" in result.stdout
     assert "Translator ModelConfig train_and_evaluate" in result.stdout
-
-
-def test_checkout_configs_are_the_packaged_ones():
-    """experiments/<name>.py re-exports t2t_jax/configs/<name>.py: one owner per config."""
-    from t2t_jax import configs
-    from t2t_jax.config import load_config
-
-    for name in configs.names():
-        shim = ROOT / "experiments" / f"{name}.py"
-        assert shim.exists(), shim
-        if name != "table3":
-            assert load_config(str(shim)).to_dict() == load_config(name).to_dict(), name
 
 
 def test_ablate_finds_table3_outside_a_checkout(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "t2t_jax.ablate", "--rows", "Z", "--steps", "1", "--workdir", str(tmp_path / "w")],
+        [sys.executable, "-m", "t2t_jax", "ablate", "--rows", "Z", "--steps", "1", "--workdir", str(tmp_path / "w")],
         cwd=tmp_path,
         capture_output=True,
         text=True,

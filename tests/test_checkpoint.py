@@ -40,9 +40,10 @@ def command(workdir, *extra):
     return [
         sys.executable,
         "-m",
-        "t2t_jax.train",
+        "t2t_jax",
+        "train",
         "--config",
-        "experiments/smoke.py",
+        "smoke",
         "--workdir",
         str(workdir),
         *RUN,
@@ -121,7 +122,7 @@ def test_sigterm_saves_and_exits_zero(tmp_path):
 
 def small_run(workdir, steps=6, extra=()):
     config = load_config(
-        "experiments/smoke.py",
+        "smoke",
         [
             f"--config.train.steps={steps}",
             "--config.checkpoint.every_steps=2",
@@ -170,7 +171,7 @@ def test_averaging_equals_numpy_mean(tmp_path):
     )
     from t2t_jax.decode.decoder import translate_ids  # the averaged checkpoint decodes
 
-    cfg = model_config(load_config("experiments/smoke.py"))
+    cfg = model_config(load_config("smoke"))
     source = np.full((2, 6), 5, np.int32)
     tokens, scores = translate_ids(load_params(tmp_path, "averaged")[1], source, cfg=cfg, beam=2)
     by_hand = jax.tree_util.tree_map(
@@ -193,7 +194,7 @@ def test_truncated_latest_falls_back_to_previous_and_is_replaced(tmp_path):
     messages = []
     train(
         load_config(
-            "experiments/smoke.py",
+            "smoke",
             [
                 "--config.train.steps=5",
                 "--config.data.batch_tokens=256",
@@ -222,7 +223,7 @@ def test_all_checkpoints_unreadable_is_an_error_not_a_restart(tmp_path):
 
 
 def test_keep_k_never_evicts_best_or_latest(tmp_path):
-    config = load_config("experiments/smoke.py")
+    config = load_config("smoke")
     cfg = model_config(config)
     tx, _ = make_optimizer(config.optimizer, cfg, config.train.steps)
     state = create_state(cfg, tx, 0)
@@ -253,7 +254,7 @@ def test_nonfinite_loss_stops_with_step_and_keeps_checkpoint(tmp_path):
 def test_options_added_since_a_save_read_as_defaults():
     from t2t_jax.checkpoint.manager import check_compatible
 
-    current = load_config("experiments/smoke.py").to_dict()
+    current = load_config("smoke").to_dict()
     saved = {"model": {k: v for k, v in current["model"].items() if k != "activation"}}
     check_compatible(saved, current)  # no error: activation defaults to relu
     current["model"]["activation"] = "swish"
@@ -281,7 +282,7 @@ def test_a_background_save_failure_stops_with_one_error_and_keeps_the_last_check
     ):
         train(
             load_config(
-                "experiments/smoke.py",
+                "smoke",
                 [
                     "--config.train.steps=20",
                     "--config.checkpoint.every_steps=2",

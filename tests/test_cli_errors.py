@@ -15,7 +15,7 @@ def workdir(tmp_path_factory):
     work = tmp_path_factory.mktemp("export_safety") / "work"
     train(
         load_config(
-            "experiments/smoke.py",
+            "smoke",
             ["--config.train.steps=2", "--config.data.batch_tokens=256", "--config.train.eval_every=2"],
         ),
         str(work),
@@ -30,7 +30,19 @@ def snapshot(folder):
 
 def export(workdir, out, *extra, fmt="safetensors"):
     result = subprocess.run(
-        [sys.executable, "-m", "t2t_jax.export", "--workdir", str(workdir), "--format", fmt, "--out", str(out), *extra],
+        [
+            sys.executable,
+            "-m",
+            "t2t_jax",
+            "export",
+            "--workdir",
+            str(workdir),
+            "--format",
+            fmt,
+            "--out",
+            str(out),
+            *extra,
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -70,7 +82,7 @@ def test_export_goes_again_over_its_own_previous_export_only(workdir, tmp_path):
 
 def translate(workdir, *args, stdin=b""):
     result = subprocess.run(
-        [sys.executable, "-m", "t2t_jax.translate", "--workdir", str(workdir), *args],
+        [sys.executable, "-m", "t2t_jax", "translate", "--workdir", str(workdir), *args],
         input=stdin,
         capture_output=True,
         timeout=300,
@@ -96,9 +108,10 @@ def train_command(tmp_path, workdir, *extra):
         [
             sys.executable,
             "-m",
-            "t2t_jax.train",
+            "t2t_jax",
+            "train",
             "--config",
-            "experiments/smoke.py",
+            "smoke",
             "--workdir",
             str(workdir),
             "--config.data.batch_tokens=256",

@@ -16,12 +16,12 @@ from t2t_jax.checkpoint.params import load_params, restore_params_tree
 from t2t_jax.config import load_config, model_config
 from t2t_jax.model import Transformer
 
-SMOKE = ["--config", "experiments/smoke.py"]
+SMOKE = ["--config", "smoke"]
 
 
 def run(command, *args, timeout=300):
     result = subprocess.run(
-        [sys.executable, "-m", f"t2t_jax.{command}", *map(str, args)], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "t2t_jax", command, *map(str, args)], capture_output=True, text=True, timeout=timeout
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     return result.stdout
@@ -55,7 +55,7 @@ def padded_batch(vocab):
 
 
 def our_logits(workdir, src, tgt):
-    cfg = model_config(load_config("experiments/smoke.py"))
+    cfg = model_config(load_config("smoke"))
     return np.asarray(Transformer(cfg).apply({"params": load_params(workdir, "latest")[1]}, src, tgt)), cfg
 
 

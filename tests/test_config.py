@@ -26,12 +26,12 @@ from t2t_jax.errors import ConfigError
 )
 def test_bad_overrides(override, message):
     with pytest.raises(ConfigError, match=message):
-        load_config("experiments/base.py", [override])
+        load_config("base", [override])
 
 
 def test_good_override_changes_value():
     config = load_config(
-        "experiments/base.py", ["--config.model.num_heads=4", "--config.model.ln=pre", "--config.optimizer.constant=2"]
+        "base", ["--config.model.num_heads=4", "--config.model.ln=pre", "--config.optimizer.constant=2"]
     )
     assert config.model.num_heads == 4 and config.model.ln == "pre" and config.optimizer.constant == 2.0
 
@@ -41,9 +41,10 @@ def test_cli_prints_one_line_error_without_traceback(tmp_path):
         [
             sys.executable,
             "-m",
-            "t2t_jax.train",
+            "t2t_jax",
+            "train",
             "--config",
-            "experiments/smoke.py",
+            "smoke",
             "--workdir",
             str(tmp_path),
             "--config.model.foo=1",
@@ -58,18 +59,17 @@ def test_cli_prints_one_line_error_without_traceback(tmp_path):
 
 
 RECIPES = [
-    "experiments/base.py",
-    "experiments/big.py",
-    "experiments/wmt14_ende_base.py",
-    "experiments/wmt14_ende_big.py",
-    "experiments/wmt14_enfr_big.py",
+    "base",
+    "big",
+    "wmt14_ende_base",
+    "wmt14_ende_big",
+    "wmt14_enfr_big",
 ]
 
 
 @pytest.mark.parametrize(
     "recipe",
-    RECIPES
-    + [f"experiments/table3.py:{row}" for row in ("base", "A_h1", "B_dk16", "C_n2", "D_ls0.2", "E_learned", "big")],
+    RECIPES + [f"table3:{row}" for row in ("base", "A_h1", "B_dk16", "C_n2", "D_ls0.2", "E_learned", "big")],
 )
 def test_recipes_divide_over_8_to_128_devices_and_say_what_to_use_beyond(recipe):
     from t2t_jax.data.geometry import batch_rows
@@ -90,7 +90,7 @@ def test_recipes_divide_over_8_to_128_devices_and_say_what_to_use_beyond(recipe)
 def test_indivisible_batch_names_the_numbers_and_the_nearest_valid_sizes():
     from t2t_jax.data.geometry import batch_rows
 
-    data = load_config("experiments/base.py", ["--config.data.batch_tokens=25000"]).data
+    data = load_config("base", ["--config.data.batch_tokens=25000"]).data
     with pytest.raises(
         ConfigError,
         match=r"batch_tokens = 25000 with data.max_length = 256 gives 97.6562 rows per "
@@ -106,9 +106,10 @@ def test_indivisible_batch_fails_before_any_data_is_read(tmp_path):
         [
             sys.executable,
             "-m",
-            "t2t_jax.train",
+            "t2t_jax",
+            "train",
             "--config",
-            "experiments/smoke.py",
+            "smoke",
             "--workdir",
             str(tmp_path / "w"),
             "--config.data.batch_tokens=1000",
@@ -141,13 +142,13 @@ def test_indivisible_batch_fails_before_any_data_is_read(tmp_path):
 )
 def test_run_config_values_are_checked_at_load_time(override, message):
     with pytest.raises(ConfigError, match=message):
-        load_config("experiments/smoke.py", [override])
+        load_config("smoke", [override])
 
 
 def test_accum_steps_must_divide_rows_per_device():
     from t2t_jax.data.geometry import batch_rows
 
-    data = load_config("experiments/smoke.py").data  # 64 rows of 16
+    data = load_config("smoke").data  # 64 rows of 16
     assert batch_rows(data, 8, accum_steps=4) == 64
     with pytest.raises(ConfigError, match="train.accum_steps = 3 does not divide the 8 rows per device"):
         batch_rows(data, 8, accum_steps=3)
@@ -158,10 +159,10 @@ def test_a_config_file_that_fails_names_its_file_and_line(tmp_path):
     broken.write_text("from t2t_jax.config import default_config\n\ndef get_config():\n    c = default_config(\n")
     with pytest.raises(ConfigError, match=r"broken.py:4: '\(' was never closed"):
         load_config(str(broken))
-    with pytest.raises(ConfigError, match=r"configs/table3.py:\d+: ValueError: unknown Table 3 row 'Z'"):
-        load_config("experiments/table3.py:Z")
+    with pytest.raises(ConfigError, match=r"config/presets/table3.py:\d+: ValueError: unknown Table 3 row 'Z'"):
+        load_config("table3:Z")
     result = subprocess.run(
-        [sys.executable, "-m", "t2t_jax.train", "--config", str(broken), "--workdir", str(tmp_path / "w")],
+        [sys.executable, "-m", "t2t_jax", "train", "--config", str(broken), "--workdir", str(tmp_path / "w")],
         capture_output=True,
         text=True,
         timeout=120,

@@ -129,7 +129,7 @@ def text_config(tmp_path, extra=()):
     write_pair(tmp_path, "train", "\n".join(lines) + "\n", "\n".join(german) + "\n")
     write_pair(tmp_path, "dev", "\n".join(lines[:5] + ["b " * 70]) + "\n", "\n".join(german[:6]) + "\n")
     return load_config(
-        "experiments/smoke.py",
+        "smoke",
         [
             "--config.data.dataset=parallel_text",
             f"--config.data.train_prefix={tmp_path}/train",
@@ -158,7 +158,7 @@ def test_missing_split_and_oversized_vocab(tmp_path):
     with pytest.raises(DataError, match="model.vocab_size = 5000: .*lower model.vocab_size"):
         make_data(text_config(tmp_path, ["--config.model.vocab_size=5000"]), tmp_path / "w2", log=lambda *_: None)
     with pytest.raises(DataError, match=r"/no/such/dir/multi30k/train.en: missing file .*fetch multi30k --to /no/"):
-        make_data(load_config("experiments/multi30k.py", ["--config.data.data_dir=/no/such/dir"]), tmp_path / "w3")
+        make_data(load_config("multi30k", ["--config.data.data_dir=/no/such/dir"]), tmp_path / "w3")
 
 
 def one_train_step(config, data):
@@ -176,7 +176,7 @@ def one_train_step(config, data):
 def test_mock_wmt14_end_to_end(tmp_path):
     tfds = pytest.importorskip("tensorflow_datasets")
     config = load_config(
-        "experiments/smoke.py",
+        "smoke",
         [
             "--config.data.dataset=wmt14_translate/de-en",
             "--config.model.vocab_size=40",
@@ -192,7 +192,7 @@ def test_mock_wmt14_end_to_end(tmp_path):
 
 def test_wmt14_not_prepared_is_one_clear_error(tmp_path):
     pytest.importorskip("tensorflow_datasets")
-    config = load_config("experiments/base.py", [f"--config.data.tfds_data_dir={tmp_path}"])
+    config = load_config("base", [f"--config.data.tfds_data_dir={tmp_path}"])
     with pytest.raises(DataError, match="is not prepared under .* never downloads"):
         make_data(config, tmp_path / "w", log=lambda *_: None)
 
@@ -200,7 +200,7 @@ def test_wmt14_not_prepared_is_one_clear_error(tmp_path):
 @needs_shared_data
 def test_multi30k_end_to_end(tmp_path):
     config = load_config(
-        "experiments/multi30k.py",
+        "multi30k",
         [f"--config.data.data_dir={SHARED_DATA}", "--config.data.batch_tokens=512", "--config.model.dtype=float32"],
     )
     data = make_data(config, tmp_path, log=lambda *_: None)

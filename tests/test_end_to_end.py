@@ -31,7 +31,7 @@ def train_reversal_workdir(root, steps: int, vocab_size: int = 40, overrides=())
     root.mkdir(parents=True, exist_ok=True)
     write_task(root, "train", 300, 0)
     write_task(root, "dev", 8, 1)
-    config = t2t_jax.configs.get(
+    config = t2t_jax.config.get(
         "smoke",
         "--config.data.dataset=parallel_text",
         f"--config.data.train_prefix={root}/train",
@@ -56,9 +56,10 @@ def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
         [
             sys.executable,
             "-m",
-            "t2t_jax.train",
+            "t2t_jax",
+            "train",
             "--config",
-            "experiments/smoke.py",
+            "smoke",
             "--workdir",
             str(workdir),
             "--config.data.dataset=parallel_text",
@@ -83,7 +84,8 @@ def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
         [
             sys.executable,
             "-m",
-            "t2t_jax.translate",
+            "t2t_jax",
+            "translate",
             "--workdir",
             str(workdir),
             "--checkpoint",
@@ -106,7 +108,8 @@ def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
         [
             sys.executable,
             "-m",
-            "t2t_jax.evaluate",
+            "t2t_jax",
+            "evaluate",
             "--workdir",
             str(workdir),
             "--src",
@@ -124,7 +127,7 @@ def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
     assert "evaluate test.en [####################] 100% 40/40 sentences" in evaluate.stderr
     assert (workdir / "eval" / "test.en.best.hyp").read_text().splitlines() == hypotheses  # translate's, beam 4
     maps = subprocess.run(
-        [sys.executable, "-m", "t2t_jax.visualize", "--workdir", str(workdir), "--checkpoint", "best"]
+        [sys.executable, "-m", "t2t_jax", "visualize", "--workdir", str(workdir), "--checkpoint", "best"]
         + ["--sentence", "a b c d"],
         capture_output=True,
         text=True,
@@ -141,7 +144,7 @@ def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
             assert len(image.convert("L").getcolors(maxcolors=1 << 16) or range(1 << 16)) > 20, png.name
     (workdir / "curves.png").unlink()
     curves = subprocess.run(
-        [sys.executable, "-m", "t2t_jax.visualize", "--workdir", str(workdir), "--curves"],
+        [sys.executable, "-m", "t2t_jax", "visualize", "--workdir", str(workdir), "--curves"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -150,7 +153,7 @@ def test_reversal_task_translates_exactly_through_translate_command(tmp_path):
 
     # n-best output: per line "hypothesis<TAB>score" × n, best first, scores the model's (not increasing)
     nbest = subprocess.run(
-        [sys.executable, "-m", "t2t_jax.translate", "--workdir", str(workdir), "--checkpoint", "best"]
+        [sys.executable, "-m", "t2t_jax", "translate", "--workdir", str(workdir), "--checkpoint", "best"]
         + ["--beam", "4", "--nbest", "3", "--input", str(tmp_path / "test.en")],
         capture_output=True,
         text=True,

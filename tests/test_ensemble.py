@@ -89,7 +89,7 @@ def test_translate_command_ensemble_of_two_checkpoints(tmp_path):
 
     def translate(*args):
         return subprocess.run(
-            [sys.executable, "-m", "t2t_jax.translate", *map(str, args)],
+            [sys.executable, "-m", "t2t_jax", "translate", *map(str, args)],
             input=lines,
             capture_output=True,
             text=True,

@@ -153,7 +153,16 @@ def test_random_swish_marian_imports_with_equal_logits(tmp_path):
                 p.normal_(0, 0.1)
     model.save_pretrained(tmp_path / "hf")
     out = subprocess.run(
-        [sys.executable, "-m", "t2t_jax.import_marian", "--hf", str(tmp_path / "hf"), "--out", str(tmp_path / "work")],
+        [
+            sys.executable,
+            "-m",
+            "t2t_jax",
+            "import-marian",
+            "--hf",
+            str(tmp_path / "hf"),
+            "--out",
+            str(tmp_path / "work"),
+        ],
         capture_output=True,
         text=True,
         timeout=300,

@@ -168,11 +168,11 @@ def test_ctranslate2_export_of_a_multi30k_workdir_translates_real_lines_as_ours(
     slice_of_multi30k(tmp_path / "data", {"train": 3000, "val": 40, "test_2016_flickr": 20})
     os.environ["T2T_DATA_DIR"], old = str(tmp_path / "data"), os.environ.get("T2T_DATA_DIR")
     try:
-        t2t_jax.train_and_evaluate(t2t_jax.configs.get("multi30k", *REAL_BUDGET), str(tmp_path / "w"), final=False)
+        t2t_jax.train_and_evaluate(t2t_jax.config.get("multi30k", *REAL_BUDGET), str(tmp_path / "w"), final=False)
     finally:
         os.environ.pop("T2T_DATA_DIR") if old is None else os.environ.update(T2T_DATA_DIR=old)
     export = subprocess.run(
-        [sys.executable, "-m", "t2t_jax.cli.export", "--workdir", str(tmp_path / "w")]
+        [sys.executable, "-m", "t2t_jax", "export", "--workdir", str(tmp_path / "w")]
         + ["--format", "ctranslate2", "--out", str(tmp_path / "ct2")],
         capture_output=True,
         text=True,

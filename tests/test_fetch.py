@@ -25,7 +25,7 @@ def mirror(tmp_path):
 
 def fetch(to, source):
     result = subprocess.run(
-        [sys.executable, "-m", "t2t_jax.data.fetch", "multi30k", "--to", str(to), "--from", source],
+        [sys.executable, "-m", "t2t_jax", "fetch", "multi30k", "--to", str(to), "--from", source],
         capture_output=True,
         text=True,
         timeout=120,
@@ -101,7 +101,7 @@ def test_the_main_job_fetches_multi30k_itself_when_it_is_missing(tmp_path, mirro
 
 def test_the_main_job_offline_fails_at_once_saying_what_to_download_and_where(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "t2t_jax.train", "--config", "multi30k", "--workdir", str(tmp_path / "w")],
+        [sys.executable, "-m", "t2t_jax", "train", "--config", "multi30k", "--workdir", str(tmp_path / "w")],
         capture_output=True,
         text=True,
         timeout=120,
@@ -112,7 +112,7 @@ def test_the_main_job_offline_fails_at_once_saying_what_to_download_and_where(tm
     (line,) = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert f"Multi30k is not in {folder / 'multi30k'} and fetching it failed" in line
     assert "Download the nine files <split>.<lang>.gz (train, val, test_2016_flickr; en, de, fr)" in line
-    assert f"python -m t2t_jax.data.fetch multi30k --to {folder} --from F" in line and "Traceback" not in result.stderr
+    assert f"python -m t2t_jax fetch multi30k --to {folder} --from F" in line and "Traceback" not in result.stderr
     assert not (tmp_path / "w" / "checkpoints").exists()
 
 

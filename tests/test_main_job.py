@@ -13,20 +13,10 @@ from flax.traverse_util import flatten_dict
 from safetensors.numpy import load_file
 from test_data import SHARED_DATA, needs_shared_data
 
+from t2t_jax.__main__ import COMMANDS as DISPATCHED
 from t2t_jax.checkpoint.params import load_params
 
-COMMANDS = [
-    "train",
-    "preprocess",
-    "translate",
-    "score",
-    "evaluate",
-    "average",
-    "export",
-    "import_marian",
-    "visualize",
-    "ablate",
-]
+COMMANDS = list(DISPATCHED)  # every command: python -m t2t_jax <command> and t2t-<command>
 
 
 def slice_multi30k(root, counts):
@@ -39,7 +29,7 @@ def slice_multi30k(root, counts):
 
 
 def run(*args, timeout=600):
-    result = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run([sys.executable, "-m", "t2t_jax", *args], capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result.stdout
 
@@ -62,9 +52,9 @@ def test_main_job_command_train_average_evaluate_translate_export(tmp_path):
     slice_multi30k(tmp_path / "data", {"train": 3000, "val": 40, "test_2016_flickr": 30})
     workdir = tmp_path / "work"
     out = run(
-        "t2t_jax.train",
+        "train",
         "--config",
-        "experiments/multi30k.py",
+        "multi30k",
         "--workdir",
         str(workdir),
         f"--config.data.data_dir={tmp_path / 'data'}",
@@ -108,7 +98,7 @@ def test_main_job_command_train_average_evaluate_translate_export(tmp_path):
     # the chosen candidate's val score, recomputed by the evaluate command from the checkpoint the run kept
     alpha = str(chosen["alpha"])
     run(
-        "t2t_jax.evaluate",
+        "evaluate",
         "--workdir",
         str(workdir),
         "--checkpoint",
@@ -134,7 +124,7 @@ def test_main_job_command_train_average_evaluate_translate_export(tmp_path):
     source = tmp_path / "in.en"
     source.write_text("A man is riding a bike.\n\nTwo dogs play in the snow.\n", encoding="utf-8")
     run(
-        "t2t_jax.translate",
+        "translate",
         "--workdir",
         str(workdir),
         "--checkpoint",
@@ -149,7 +139,7 @@ def test_main_job_command_train_average_evaluate_translate_export(tmp_path):
     # compiled decoders were kept in the workdir; a second translate loads them and says the same
     assert any(path.name.startswith("jit_translate_ids") for path in (workdir / "jax_cache").iterdir())
     run(
-        "t2t_jax.translate",
+        "translate",
         "--workdir",
         str(workdir),
         "--checkpoint",
@@ -161,7 +151,7 @@ def test_main_job_command_train_average_evaluate_translate_export(tmp_path):
     )
     assert (tmp_path / "again.de").read_text(encoding="utf-8").split("\n") == lines
     run(
-        "t2t_jax.export",
+        "export",
         "--workdir",
         str(workdir),
         "--checkpoint",
@@ -181,11 +171,9 @@ def test_main_job_command_train_average_evaluate_translate_export(tmp_path):
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_has_help(command):
-    out = run(f"t2t_jax.{command}", "--help", timeout=120)
-    assert out.startswith(f"usage: t2t-{command.replace('_', '-')}")
-    assert (
-        "--workdir" in out or command == "import_marian" and "--hf" in out or command == "preprocess" and "--out" in out
-    )
+    out = run(command, "--help", timeout=120)
+    assert out.startswith(f"usage: t2t-{command}")
+    assert "--workdir" in out or command == "import-marian" and "--hf" in out or command in ("preprocess", "fetch")
 
 
 def test_console_scripts_point_at_the_commands():

@@ -52,3 +52,15 @@ def test_every_imported_distribution_is_declared():
 def test_license_and_typing_marker_ship():
     assert "Apache License" in (ROOT / "LICENSE").read_text()[:200]
     assert (ROOT / "t2t_jax" / "py.typed").exists()
+
+
+def test_console_scripts_and_the_dispatcher_name_the_same_commands():
+    """One spelling per command: ``t2t-<command>`` is ``python -m t2t_jax <command>``, the same module's main."""
+    from t2t_jax.__main__ import COMMANDS
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {f"t2t-{name}": f"t2t_jax.cli.{module}:main" for name, module in COMMANDS.items()}
+    launchers = [
+        p.name for p in (ROOT / "t2t_jax").rglob("*.py") if "__main__" in p.read_text() and p.name != "__main__.py"
+    ]
+    assert launchers == [], f"modules that start a command another way: {launchers}"

@@ -20,7 +20,7 @@ def test_eight_cpu_devices_are_visible():
 
 def setup(extra=()):
     config = load_config(
-        "experiments/smoke.py",
+        "smoke",
         [
             "--config.model.dropout=0.1",
             "--config.model.attention_dropout=0.1",

@@ -44,7 +44,7 @@ TOLERANCE = {"C_n2": 0.07}
 
 
 def row_count(row):
-    cfg = model_config(load_config(f"experiments/table3.py:{row}"))
+    cfg = model_config(load_config(f"table3:{row}"))
     assert cfg.vocab_size == 37000
     return count(cfg) / 1e6
 
@@ -69,13 +69,13 @@ def test_count_matches_hand_formula_for_base():
     ffn = 2 * d * f + f + d
     ln = 2 * d
     expected = v * d + n * (attention + ffn + 2 * ln) + n * (2 * attention + ffn + 3 * ln)
-    assert count(model_config(load_config("experiments/base.py"))) == expected
+    assert count(model_config(load_config("base"))) == expected
 
 
 def test_row_b_changes_only_key_size():
-    cfg = model_config(load_config("experiments/table3.py:B_dk16"))
+    cfg = model_config(load_config("table3:B_dk16"))
     assert (cfg.head_dim_k, cfg.head_dim_v, cfg.num_heads) == (16, 64, 8)
-    c_row = model_config(load_config("experiments/table3.py:C_d256"))
+    c_row = model_config(load_config("table3:C_d256"))
     assert (c_row.head_dim_k, c_row.d_ff) == (32, 2048)
 
 
@@ -87,7 +87,7 @@ def test_wmt14_recipes_are_the_paper_models_and_batches(recipe, table3_row, aver
     """Table 2 recipes: the Table 3 model sizes, ~25k tokens per side (32,768 slots of packed rows hold
     ~28-29k real tokens on Europarl: bench/packing_density.py) in rows that split over 8 to 128 devices,
     warmup 4000, a checkpoint every 10 minutes, the paper's averaging and decoding."""
-    config = load_config(f"experiments/{recipe}.py")
+    config = load_config(recipe)
     rows = config.data.batch_tokens // config.data.max_length
     assert 24_000 <= config.data.batch_tokens <= 33_000 and rows % 128 == 0
     assert config.optimizer.warmup_steps == 4000 and config.checkpoint.every_minutes == 10

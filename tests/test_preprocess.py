@@ -36,7 +36,7 @@ def corpus_config(tmp_path, lines=700, extra=()):
         write_corpus(tmp_path / "train", lines, seed=0, empty_every=50, long_every=40)
         write_corpus(tmp_path / "dev", 20, seed=1)
     return load_config(
-        "experiments/smoke.py",
+        "smoke",
         [
             "--config.data.dataset=parallel_text",
             f"--config.data.train_prefix={tmp_path}/train",

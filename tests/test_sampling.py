@@ -120,7 +120,7 @@ def test_translate_command_samples_reproducibly_with_its_flags(tmp_path):
 
     def sample(*extra):
         result = subprocess.run(
-            [sys.executable, "-m", "t2t_jax.translate", "--workdir", str(workdir), "--sample"]
+            [sys.executable, "-m", "t2t_jax", "translate", "--workdir", str(workdir), "--sample"]
             + ["--nbest", "3", "--top-k", "10", "--temperature", "0.9", *extra],
             input=lines,
             capture_output=True,

@@ -93,7 +93,7 @@ def test_score_command_prints_the_apis_scores_line_by_line(workdir, tmp_path):
     (tmp_path / "src.txt").write_text("\n".join(s for s, _ in PAIRS) + "\n", encoding="utf-8")
     (tmp_path / "tgt.txt").write_text("\n".join(t for _, t in PAIRS) + "\n", encoding="utf-8")
     result = subprocess.run(
-        [sys.executable, "-m", "t2t_jax.score", "--workdir", str(workdir), "--per-token"]
+        [sys.executable, "-m", "t2t_jax", "score", "--workdir", str(workdir), "--per-token"]
         + ["--src", str(tmp_path / "src.txt"), "--tgt", str(tmp_path / "tgt.txt")],
         capture_output=True,
         text=True,

@@ -25,7 +25,7 @@ LINES = ["a b c d", "e f g", "p o n m l k", "b a"]
 def start_server(*args):
     """(process, base url) of a t2t-serve on a free port, once it prints its address."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "t2t_jax.serve", "--port", "0", *args],
+        [sys.executable, "-m", "t2t_jax", "serve", "--port", "0", *args],
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -189,5 +189,5 @@ def test_sigterm_answers_the_request_in_flight_then_exits_0(workdir, translator)
 
 def test_serve_usage_errors_exit_2(workdir):
     for args in ([], ["--workdir", str(workdir), "--ensemble", str(workdir)], ["--workdir", "w", "--max-lines", "0"]):
-        result = subprocess.run([sys.executable, "-m", "t2t_jax.serve", *args], capture_output=True, text=True)
+        result = subprocess.run([sys.executable, "-m", "t2t_jax", "serve", *args], capture_output=True, text=True)
         assert result.returncode == 2 and result.stderr.startswith("error:"), result.stderr

@@ -14,7 +14,7 @@ from t2t_jax.train.step import jit_train_step
 @pytest.mark.slow
 def test_smoke_config_learns_reversal_to_99_percent(tmp_path):
     lines = []
-    summary = train(load_config("experiments/smoke.py"), str(tmp_path), printer=lambda *a, **k: lines.append(a[0]))
+    summary = train(load_config("smoke"), str(tmp_path), printer=lambda *a, **k: lines.append(a[0]))
     assert summary["final_eval"]["accuracy"] >= 0.99, summary["final_eval"]
     assert any("tok/s" in line and "ETA" in line for line in lines)
     assert (tmp_path / "summary.json").exists() and (tmp_path / "config.json").exists()
@@ -35,11 +35,11 @@ def run_steps(config, steps):
 
 
 def test_same_seed_same_losses_with_dropout():
-    config = load_config("experiments/smoke.py", ["--config.model.dropout=0.1", "--config.model.attention_dropout=0.1"])
+    config = load_config("smoke", ["--config.model.dropout=0.1", "--config.model.attention_dropout=0.1"])
     first, second = run_steps(config, 5), run_steps(config, 5)
     assert first == second
     other = load_config(  # the same config but its seed
-        "experiments/smoke.py",
+        "smoke",
         ["--config.model.dropout=0.1", "--config.model.attention_dropout=0.1", "--config.train.seed=1"],
     )
     assert run_steps(other, 5) != first
@@ -50,9 +50,9 @@ def test_same_seed_same_losses_with_dropout():
 def test_bfloat16_trains_like_float32(tmp_path):
     overrides = ["--config.train.steps=300", "--config.train.eval_every=300", "--config.train.log_every=300"]
     quiet = lambda *a, **k: None  # noqa: E731
-    f32 = train(load_config("experiments/smoke.py", overrides), str(tmp_path / "f32"), printer=quiet)
+    f32 = train(load_config("smoke", overrides), str(tmp_path / "f32"), printer=quiet)
     bf16 = train(
-        load_config("experiments/smoke.py", overrides + ["--config.model.dtype=bfloat16"]),
+        load_config("smoke", overrides + ["--config.model.dtype=bfloat16"]),
         str(tmp_path / "bf16"),
         printer=quiet,
     )

@@ -9,8 +9,8 @@ import shutil
 
 import jax
 
+from t2t_jax import distributed
 from t2t_jax.errors import CheckpointError
-from t2t_jax.train import distributed
 from t2t_jax.workdir import is_url
 
 MARGIN = 1.1  # metadata, the data-iterator state, filesystem blocks

@@ -1,11 +1,11 @@
-"""``python -m t2t_jax.ablate --rows A,B,E --steps N --workdir DIR [--table multi30k|paper] [--base-seeds 2]
+"""``python -m t2t_jax ablate --rows A,B,E --steps N --workdir DIR [--table multi30k|paper] [--base-seeds 2]
 [--config.a.b=v ...]``: Table 3 at a budget you choose, resumable.
 
 Every selected row (a letter picks all its rows, ``all`` every row; ``base`` is always included, once per
 base seed) is trained from the same base config, seed, data and step budget, then scored on the dev
 split: perplexity per wordpiece and greedy sacreBLEU. ``--table multi30k`` (the default) is the CPU-sized
-table of configs/table3.py's MULTI30K_ROWS on configs/multi30k.py; ``--table paper`` is the paper's rows
-on configs/base.py. DIR/table3.md (+ .json, + table3.png) is rewritten after every row, in the table's
+table of config/presets/table3.py's MULTI30K_ROWS on config/presets/multi30k.py; ``--table paper`` is the paper's rows
+on config/presets/base.py. DIR/table3.md (+ .json, + table3.png) is rewritten after every row, in the table's
 row order, with every finished row in DIR that this command would train the same way, named in ``--rows``
 or not: a table built over several invocations stays whole.
 
@@ -22,9 +22,8 @@ import json
 import math
 import pathlib
 
-from t2t_jax import configs
 from t2t_jax.cli.common import command, quiet_libraries
-from t2t_jax.config import load_config
+from t2t_jax.config import load_config, presets
 from t2t_jax.errors import ConfigError
 from t2t_jax.workdir import Workdir
 
@@ -184,7 +183,7 @@ def main(argv=None):
     parser.add_argument("--bleu-sentences", type=int, default=0, help="dev sentences for BLEU (0 = all)")
     args, rest = parser.parse_known_args(argv)
     quiet_libraries()
-    table3 = configs.module("table3")
+    table3 = presets.module("table3")
     base_module, rows = table3.TABLES[args.table]
     base_config = args.base_config or base_module.__name__.rsplit(".", 1)[-1]
     base_overrides = [a for a in rest if a.startswith("--config.")]
@@ -198,7 +197,7 @@ def main(argv=None):
     for row in select_rows(args.rows, rows):
         order += [row] + ([r for r in plan if r.startswith("base_seed")] if row == "base" else [])
     workdir = pathlib.Path(args.workdir)
-    command_line = "python -m t2t_jax.ablate " + " ".join(argv)  # argv: the arguments (command() passes them)
+    command_line = "python -m t2t_jax ablate " + " ".join(argv)  # argv: the arguments (command() passes them)
     note = f"Base config: {base_config}; {args.steps} steps per row; dev BLEU greedy on " + (
         f"the first {args.bleu_sentences} dev sentences" if args.bleu_sentences else "the whole dev split"
     )
@@ -220,7 +219,3 @@ def main(argv=None):
         table = [results[r] for r in plan if r in results]
         write_table(workdir, table, table3.PAPER, command_line, note)
     print(f"wrote {workdir / 'table3.md'} and {workdir / 'table3.png'}")
-
-
-if __name__ == "__main__":
-    main()

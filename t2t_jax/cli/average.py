@@ -1,4 +1,4 @@
-"""``python -m t2t_jax.average --workdir DIR --last N [--until STEP] [--out DIR/averaged]``."""
+"""``python -m t2t_jax average --workdir DIR --last N [--until STEP] [--out DIR/averaged]``."""
 
 from __future__ import annotations
 
@@ -24,7 +24,3 @@ def main(argv=None):
     out = args.out or str(Workdir(args.workdir).averaged)
     steps = average_last(args.workdir, args.last, out, until=args.until)
     print(f"averaged steps {steps} -> {out}")
-
-
-if __name__ == "__main__":
-    main()

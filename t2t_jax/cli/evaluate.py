@@ -1,4 +1,4 @@
-"""``python -m t2t_jax.evaluate --workdir DIR (--src FILE --ref FILE | --split test) [--checkpoint ...]``."""
+"""``python -m t2t_jax evaluate --workdir DIR (--src FILE --ref FILE | --split test) [--checkpoint ...]``."""
 
 from __future__ import annotations
 
@@ -66,7 +66,3 @@ def main(argv=None):
         f"{report['decode']['sentences_per_s']:.1f} sentences/s"
     )
     print(f"report: {pathlib.Path(args.workdir) / 'eval'}/{name}.{args.checkpoint}.{{json,md,hyp}}")
-
-
-if __name__ == "__main__":
-    main()

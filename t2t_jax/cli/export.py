@@ -65,7 +65,3 @@ def main(argv=None):
     finish_output(staged, out, args.format)
     path = out / path.relative_to(staged)
     print(f"exported step {step} ({args.checkpoint}) as {args.format} -> {path}")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,4 @@
-"""``python -m t2t_jax.data.fetch {multi30k,wmt14} --to DIR [--from MIRROR]``: see t2t_jax/data/fetch.py.
+"""``python -m t2t_jax fetch {multi30k,wmt14} --to DIR [--from MIRROR]``: see t2t_jax/data/fetch.py.
 
 The train command fetches Multi30k by itself when it is missing; this command is for a mirror (``--from``),
 for fetching ahead of time, and for WMT14's tfds preparation.
@@ -14,9 +14,7 @@ from t2t_jax.data.fetch import MULTI30K_URL, WMT14_PAIRS, fetch_multi30k, prepar
 
 @command
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m t2t_jax.data.fetch", description="Get the data of the main job and the recipes."
-    )
+    parser = argparse.ArgumentParser(prog="t2t-fetch", description="Get the data of the main job and the recipes.")
     parser.add_argument("dataset", choices=["multi30k", "wmt14"])
     parser.add_argument(
         "--to", required=True, help="data directory (T2T_DATA_DIR for multi30k, data.tfds_data_dir for wmt14)"

@@ -1,4 +1,4 @@
-"""``python -m t2t_jax.import_marian --hf DIR --out WORKDIR``: a Marian model as a t2t_jax workdir
+"""``python -m t2t_jax import-marian --hf DIR --out WORKDIR``: a Marian model as a t2t_jax workdir
 (params checkpoint at WORKDIR/checkpoints, config.json, spm.model) ready for translate / evaluate / training."""
 
 from __future__ import annotations
@@ -41,7 +41,3 @@ def main(argv=None):
         f"imported {args.hf} -> {out} ({cfg.encoder_layers}+{cfg.decoder_layers} layers, d {cfg.d_model}, "
         f"{cfg.activation}, LN eps {cfg.ln_epsilon})"
     )
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,4 @@
-"""``python -m t2t_jax.preprocess --config experiments/x.py --out DIR [--workers N] [--config.a.b=v ...]``.
+"""``python -m t2t_jax preprocess --config x --out DIR [--workers N] [--config.a.b=v ...]``.
 
 Tokenize a config's training and validation splits once into DIR (data/preprocess.py), to be shared by runs
 with ``--config.data.tokenized_dir=DIR``.  The train command does the same by itself when its tokenized
@@ -32,7 +32,3 @@ def main(argv=None):
         shard_pairs=args.shard_pairs or SHARD_PAIRS,
         log=lambda message: print(message, flush=True),
     )
-
-
-if __name__ == "__main__":
-    main()

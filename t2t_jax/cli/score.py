@@ -1,4 +1,4 @@
-"""``python -m t2t_jax.score --workdir DIR [--checkpoint averaged] --src F --tgt F [--per-token] [--output F]``.
+"""``python -m t2t_jax score --workdir DIR [--checkpoint averaged] --src F --tgt F [--per-token] [--output F]``.
 
 Prints one line per pair: the total log-probability of the target given the source, then the mean per token
 (EOS included), tab-separated; ``--per-token`` appends every token's log-probability.
@@ -69,7 +69,3 @@ def main(argv=None):
         print(f"{len(scores)} pairs scored (checkpoint step {model.step}) -> {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(output)
-
-
-if __name__ == "__main__":
-    main()

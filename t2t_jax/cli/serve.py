@@ -59,7 +59,3 @@ def main(argv=None):
         log("compiling the decoder for short requests ...")
         warm_up(service)
     serve(service, args.host, args.port, describe=describe, log=log)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,4 @@
-"""``python -m t2t_jax.train --config experiments/smoke.py --workdir DIR [--config.a.b=v ...]``.
+"""``python -m t2t_jax train --config smoke --workdir DIR [--config.a.b=v ...]``.
 
 Trains (resuming from DIR), then, unless a signal stopped it, runs the configured final stage:
 checkpoint averaging and evaluation of ``final.splits`` (see t2t_jax/train/finish.py).
@@ -51,7 +51,3 @@ def _leave(problem, code: int | None = None) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
-
-
-if __name__ == "__main__":
-    main()

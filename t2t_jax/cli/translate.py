@@ -1,4 +1,4 @@
-"""``python -m t2t_jax.translate --workdir DIR [--checkpoint latest|best|averaged|STEP] [--beam 4 --alpha 0.6
+"""``python -m t2t_jax translate --workdir DIR [--checkpoint latest|best|averaged|STEP] [--beam 4 --alpha 0.6
 --nbest N] < input > output`` (or ``--input`` / ``--output`` files)."""
 
 from __future__ import annotations
@@ -117,7 +117,3 @@ def check_writable(path) -> None:
         fail(f"--output {path}: the folder {folder} does not exist")
     if os.path.isdir(path) or not os.access(folder, os.W_OK):
         fail(f"--output {path}: cannot write there")
-
-
-if __name__ == "__main__":
-    main()

@@ -115,7 +115,3 @@ def main(argv=None):
         written.append(path)
     print(f"translation: {tokenizer.decode(targets[0])}")
     print(f"wrote {len(written)} PNGs to {out_dir}")
-
-
-if __name__ == "__main__":
-    main()

@@ -19,9 +19,8 @@ from t2t_jax.model.config import ModelConfig
 
 
 def load_config(spec: str, overrides: Iterable[str] = ()) -> ml_collections.ConfigDict:
-    """``spec`` is a config file ``file.py[:arg]`` or a packaged config ``name[:arg]`` (t2t_jax/configs/); the
-    config defines ``get_config([arg])``. ``experiments/<name>.py`` where no such file exists (outside a
-    checkout) names the packaged config ``<name>``."""
+    """``spec`` is a config file ``file.py[:arg]`` or a packaged config ``name[:arg]`` (config/presets/); the
+    config defines ``get_config([arg])``."""
     path, _, arg = spec.partition(":")
     module, file = _config_module(path)
     if not hasattr(module, "get_config"):
@@ -42,18 +41,16 @@ def load_config(spec: str, overrides: Iterable[str] = ()) -> ml_collections.Conf
 
 
 def _config_module(path: str):
-    """(module, its file) of a config file, or of the packaged config the path or name stands for."""
-    from t2t_jax import configs
+    """(module, its file) of a config file, or of the packaged config ``path`` names."""
+    from t2t_jax.config import presets
 
     file = pathlib.Path(path)
     if not file.is_file():
-        # a bare name, or the checkout's experiments/<name>.py seen from elsewhere; any other path must exist
-        name = file.stem if file.suffix == ".py" and file.parent.name in ("", "experiments") else path
-        if name not in configs.names():
+        if path not in presets.names():
             raise ConfigError(
-                f"config not found: {path} is neither a file nor a packaged config ({', '.join(configs.names())})"
+                f"config not found: {path} is neither a file nor a packaged config ({', '.join(presets.names())})"
             )
-        module = configs.module(name)
+        module = presets.module(path)
         return module, pathlib.Path(module.__file__)
     module_spec = importlib.util.spec_from_file_location(f"_t2t_config_{file.stem}", file)
     if module_spec is None or file.suffix != ".py":

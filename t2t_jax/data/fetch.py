@@ -1,4 +1,4 @@
-"""Get the data of the main job and the recipes: ``python -m t2t_jax.data.fetch {multi30k,wmt14} --to DIR``.
+"""Get the data of the main job and the recipes: ``python -m t2t_jax fetch {multi30k,wmt14} --to DIR``.
 
 ``multi30k``: the official task-1 raw files (train, val, test_2016_flickr; EN, DE, FR) from the Multi30k
 project's repository at a fixed commit, gunzipped into ``DIR/multi30k/`` and verified against the sha256
@@ -6,7 +6,7 @@ table below (the digests of the files in this project's reference copy, whose PR
 commit and byte-for-byte gunzipped files).  Idempotent: a verified file is never fetched again, a missing or
 damaged one is (re)fetched; a mirror that serves different bytes is an error.  ``--from`` takes a mirror: an
 ``https://`` or ``file://`` URL or a local folder holding the ``<split>.<lang>.gz`` files.
-Then ``T2T_DATA_DIR=DIR python -m t2t_jax.train --config experiments/multi30k.py ...``.
+Then ``T2T_DATA_DIR=DIR python -m t2t_jax train --config multi30k ...``.
 
 ``wmt14``: tensorflow-datasets' preparation of ``wmt14_translate/<pair>`` as array_record into ``DIR``
 (``download_and_prepare``; tfds downloads from statmt.org), for ``--config.data.tfds_data_dir=DIR``.
@@ -36,7 +36,7 @@ MULTI30K_SHA256 = {  # of the gunzipped files
     "test_2016_flickr.de": "4be6b5b3236b79c25475c6bb829800a7ce559e9ba7a1f6c2394fe4d40be46d16",
     "test_2016_flickr.fr": "cb3160d69b002bb638e66cc7612fcd56cb0af82eadc9c142dedc438afb885ef6",
 }
-PROVENANCE = f"""# Multi30k task 1 (EN-DE-FR), fetched by `python -m t2t_jax.data.fetch multi30k`
+PROVENANCE = f"""# Multi30k task 1 (EN-DE-FR), fetched by `python -m t2t_jax fetch multi30k`
 
 - Source: {MULTI30K_REPOSITORY} at commit `{MULTI30K_COMMIT}`, `data/task1/raw/<split>.<lang>.gz`,
   gunzipped, otherwise byte-for-byte unchanged (fetched from: {{source}}).
@@ -120,9 +120,3 @@ def prepare_wmt14(to: str, pair: str, log=print) -> None:
     log(f"preparing {name} into {to} (tfds downloads from statmt.org; see the README for size and time)")
     tfds.builder(name, data_dir=to, file_format="array_record").download_and_prepare()
     log(f"done: train with --config.data.tfds_data_dir={to}")
-
-
-if __name__ == "__main__":  # ``python -m t2t_jax.data.fetch``: the command lives in cli/fetch.py
-    from t2t_jax.cli.fetch import main
-
-    main()

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
+from t2t_jax import distributed
 from t2t_jax.data import manifest as manifest_lib
 from t2t_jax.data import records, toy
 from t2t_jax.data.pipeline import PackedTrainBatches, PrefetchedBatches, TokenizedExamples, eval_batches
@@ -24,7 +25,6 @@ from t2t_jax.data.sources import TOY_PREFIX, describe_split, split_text
 from t2t_jax.data.tokenizer import Tokenizer
 from t2t_jax.errors import ConfigError, DataError
 from t2t_jax.special_ids import SpecialIds
-from t2t_jax.train import distributed
 from t2t_jax.workdir import Workdir, is_url, workdir_path
 
 EVAL_SEED_OFFSET = 10_007  # evaluation batches come from a different stream than training

@@ -1,6 +1,6 @@
 """Tokenize once: learn or reuse the shared vocabulary, encode the splits on every core, write shards + manifest.
 
-    python -m t2t_jax.preprocess --config experiments/x.py --out DIR [--workers N]
+    python -m t2t_jax preprocess --config x --out DIR [--workers N]
 
 The train command runs this itself (process 0; the others wait) when its tokenized directory has no
 manifest, and otherwise checks the manifest against the config and the sources (data/manifest.py): a

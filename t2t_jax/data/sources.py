@@ -23,7 +23,7 @@ TOY_PREFIX = "toy_"
 SPLITS = ("train", "validation", "test")
 MULTI30K_FILES = {"train": "train", "validation": "val", "test": "test_2016_flickr"}
 TFDS_NAMES = ("wmt14_translate/de-en", "wmt14_translate/fr-en")
-FETCH_COMMAND = "python -m t2t_jax.data.fetch multi30k"  # data/fetch.py
+FETCH_COMMAND = "python -m t2t_jax fetch multi30k"  # data/fetch.py
 AUTO_FETCH_TIMEOUT_SECONDS = 20  # per file: an unreachable host fails fast, a slow link still gets its 6 MB
 
 

@@ -2,7 +2,7 @@
 
 Prepare once where there is network (array_record format), then point data.tfds_data_dir at it:
 
-    python -m t2t_jax.data.fetch wmt14 --pair de-en --to DIR      # data/fetch.py
+    python -m t2t_jax fetch wmt14 --pair de-en --to DIR      # data/fetch.py
 
 Splits: train, validation = newstest2013, test = newstest2014 (3003 sentences for en-de).  Examples are
 streamed in order (``iter_tfds_pairs``): the 4.5M / 36M training pairs never sit in a Python list.
@@ -25,7 +25,7 @@ def open_split(name: str, split: str, source_lang: str, target_lang: str, data_d
         raise DataError(
             f"{name} split {split!r} is not prepared under {data_dir or 'the tfds default data_dir'} and this "
             f"command never downloads ({type(error).__name__}). Prepare it where there is network with "
-            f"`python -m t2t_jax.data.fetch wmt14 --pair {name.split('/')[1]} --to DIR`, then set "
+            f"`python -m t2t_jax fetch wmt14 --pair {name.split('/')[1]} --to DIR`, then set "
             f"--config.data.tfds_data_dir=DIR; or use data.dataset=parallel_text with local files."
         ) from None
     expected = EXPECTED_SIZES.get((name, split))

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from t2t_jax.train import distributed
+from t2t_jax import distributed
 
 
 @dataclasses.dataclass(frozen=True)

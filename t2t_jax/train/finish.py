@@ -16,6 +16,7 @@ import json
 
 import jax
 
+from t2t_jax import distributed
 from t2t_jax.checkpoint.average import average_last, saved_steps
 from t2t_jax.data.sources import split_text
 from t2t_jax.decode.translate import DecodeStats, load_for_inference, translate_texts
@@ -23,7 +24,6 @@ from t2t_jax.errors import ConfigError
 from t2t_jax.evaluate.bleu import sacre_bleu
 from t2t_jax.evaluate.report import write_report
 from t2t_jax.progress import Meter
-from t2t_jax.train import distributed
 from t2t_jax.workdir import Workdir
 
 FINAL_BARRIER_SECONDS = 6 * 3600  # the others wait while process 0 averages (20 big checkpoints from a bucket)

@@ -2,7 +2,7 @@
 
 A local file gets each entry appended at once. An object store has no append: the file is rewritten at
 ``flush()`` (each evaluation, and the end), so at most the entries since the last evaluation are lost.
-``flush()`` also redraws curves.png, the history's picture.
+(The loop redraws curves.png from it: train/curves.py.)
 A resumed run first drops the entries after the step it resumes from: it is about to redo those steps,
 and the curve must show each step once.
 """
@@ -50,6 +50,3 @@ class HistoryLog:
         if self.pending:
             self.path.write_text("".join(json.dumps(entry) + "\n" for entry in self._earlier + self.entries))
             self.pending = False
-        from t2t_jax.train.curves import plot_curves  # curves.py reads the history: imported here, not above
-
-        plot_curves(self.workdir)

@@ -9,6 +9,7 @@ import time
 
 import jax
 
+from t2t_jax import distributed
 from t2t_jax.checkpoint.manager import Checkpointer, abstract_like, check_compatible
 from t2t_jax.checkpoint.space import check_checkpoint_space
 from t2t_jax.config import model_config
@@ -18,9 +19,9 @@ from t2t_jax.errors import NonFiniteLoss
 from t2t_jax.evaluate.bleu import sacre_bleu
 from t2t_jax.model import Transformer
 from t2t_jax.progress import TrainingProgress, format_duration
-from t2t_jax.train import distributed
 from t2t_jax.train.control import Control
 from t2t_jax.train.cooldown import CooldownPlan, budget_start_seconds
+from t2t_jax.train.curves import plot_curves
 from t2t_jax.train.events import EventLog
 from t2t_jax.train.finish import decode_shared
 from t2t_jax.train.history import HistoryLog
@@ -208,7 +209,9 @@ def _run(
             _check_finite(sums, step, config)
             metrics, best_metric = _dev_metrics(config, cfg, launcher, state, data, step, events, say)
             history.append({"split": "eval", "step": step, **metrics})
-            history.flush()  # and curves.png redrawn: current at every evaluation
+            history.flush()
+            if history.enabled:
+                plot_curves(workdir)  # curves.png current at every evaluation
             if best_metric is not None and checkpointer.is_better(best_metric):
                 save(step, best_metric)
     with watchdog.waiting("the last checkpoint saves to finish"):
@@ -216,6 +219,8 @@ def _run(
     checkpointer.close()
     events.close()
     history.flush()
+    if history.enabled:
+        plot_curves(workdir)
     return _summarize_run(workdir, step, start, started, history.entries, launcher.get_state(state), say, stopped)
 
 

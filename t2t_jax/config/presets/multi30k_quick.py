@@ -1,8 +1,8 @@
 """The quick start: Multi30k EN->DE in 3 minutes of training on 2 CPU cores, then test BLEU — a first model, not
-a good one (configs/multi30k.py is the main job). d 128, 2+2 layers, float32 (as fast as bf16 on CPUs without
+a good one (config/presets/multi30k.py is the main job). d 128, 2+2 layers, float32 (as fast as bf16 on CPUs without
 bf16 matrix units), the main job's schedule with its cooldown started by the time budget."""
 
-from t2t_jax.configs import multi30k
+from t2t_jax.config.presets import multi30k
 
 
 def get_config():

@@ -1,6 +1,6 @@
 """Transformer base, WMT14 EN-DE (Vaswani et al. 2017, Table 3 "base"): 65M params, 100k steps."""
 
-from t2t_jax.config import default_config
+from t2t_jax.config.defaults import default_config
 
 
 def get_config():

@@ -3,13 +3,11 @@
 Same data, batch and schedule as wmt14_ende_base.py (§6.1: 3.5 days on 8 P100s). Paper: 28.4 BLEU.
 """
 
-from t2t_jax.configs import wmt14_ende_base
+from t2t_jax.config.presets import big, wmt14_ende_base
 
 
 def get_config():
-    c = wmt14_ende_base.get_config()
-    c.model.update(d_model=1024, num_heads=16, d_ff=4096, dropout=0.3)
-    c.train.steps = 300_000
+    c = big.make_big(wmt14_ende_base.get_config())
     c.train.bleu_every = 20_000
     c.final.average_last = 20  # §6.1: big = average of the last 20 checkpoints
     return c

@@ -3,7 +3,7 @@
 Data: $T2T_DATA_DIR/multi30k (or --config.data.data_dir); dev = val, report = test_2016_flickr.
 """
 
-from t2t_jax.config import default_config
+from t2t_jax.config.defaults import default_config
 
 
 def get_config():

@@ -3,7 +3,7 @@
 Paper: 41.8 BLEU (tokenized) after 300k steps on 8 P100s; average of the last 20 checkpoints.
 """
 
-from t2t_jax.configs import wmt14_ende_big
+from t2t_jax.config.presets import wmt14_ende_big
 
 
 def get_config():

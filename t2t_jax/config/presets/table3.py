@@ -1,16 +1,16 @@
 """Table 3 of the paper, one named row each: ``--config table3:B_dk16``, or at Multi30k scale
 ``--config table3:multi30k/B_dk16``.
 
-ROWS: each row a delta from base (configs/base.py).  PAPER holds the paper's own figures (dev PPL per
+ROWS: each row a delta from base (config/presets/base.py).  PAPER holds the paper's own figures (dev PPL per
 wordpiece and dev BLEU on newstest2013, params in millions) so results can be printed next to them.
 
-MULTI30K_ROWS asks the same questions of the CPU-sized main job (configs/multi30k.py: d 256, 4 heads,
+MULTI30K_ROWS asks the same questions of the CPU-sized main job (config/presets/multi30k.py: d 256, 4 heads,
 d_k = d_v = 64, N 3, d_ff 1024, dropout 0.3, label smoothing 0.1, sinusoids), each row naming the paper
 row whose direction of change it repeats (half the heads ~ the paper's 8 -> 4, ...), plus the attention
 variants no Table 3 anchor compares in one table (rows V_*, no paper figure).
 """
 
-from t2t_jax.configs import base, big, multi30k
+from t2t_jax.config.presets import base, big, multi30k
 
 ROWS = {
     "base": {},
@@ -32,7 +32,7 @@ ROWS = {
     "D_ls0.0": {"train.label_smoothing": 0.0},
     "D_ls0.2": {"train.label_smoothing": 0.2},
     "E_learned": {"model.positions": "learned"},
-    "big": None,  # a whole model: configs/big.py
+    "big": None,  # a whole model: config/presets/big.py
 }
 
 # row: (dev PPL, dev BLEU, params in millions) as printed in Table 3 (None where the paper leaves it blank).
@@ -64,7 +64,7 @@ def _layers(n):
     return {"model.encoder_layers": n, "model.decoder_layers": n}
 
 
-# row: (delta from configs/multi30k.py, the PAPER row it mirrors or None)
+# row: (delta from config/presets/multi30k.py, the PAPER row it mirrors or None)
 MULTI30K_ROWS = {
     "base": ({}, "base"),
     "A_h1": ({"model.num_heads": 1}, "A_h1"),  # d_k = d_v = d / h = 256

@@ -1,6 +1,6 @@
 """Table 2, Transformer base, WMT14 EN->DE: the paper's recipe for an 8-GPU host or a TPU slice.
 
-    python -m t2t_jax.train --config wmt14_ende_base --workdir gs://.../ende_base
+    python -m t2t_jax train --config wmt14_ende_base --workdir gs://.../ende_base
         [--config.train.accum_steps=K]   # fewer devices: keep ~25k tokens/side per update
 
 Paper (§5, §6.1): 4.5M sentence pairs, shared 37k BPE, ~25k source + ~25k target tokens per step,
@@ -9,31 +9,15 @@ average of the last 5, beam 4, alpha 0.6, max length = source + 50; newstest2013
 27.3 BLEU (tokenized, compound-split; sacreBLEU is typically ~1 lower). See experiments/README.md.
 """
 
-from t2t_jax.config import default_config
+from t2t_jax.config.presets import base
 
 
 def get_config():
-    c = default_config()
+    c = base.get_config()  # the paper's base model, optimizer, steps and batch (§5)
     c.data.dataset = "wmt14_translate/de-en"  # tfds, prepared beforehand (array_record); never downloads here
     c.data.source_lang, c.data.target_lang = "en", "de"
-    c.data.max_length = 256  # packed row length = longest kept pair (t2t's default)
-    c.data.batch_tokens = 32_768  # per side per update = 128 rows of 256 slots: 16 per GPU on 8, 1 per chip on 128
     c.data.spm_max_sentences = 2_000_000  # sentences sampled to learn the shared BPE
-    c.model.update(
-        vocab_size=37_000,
-        d_model=512,
-        num_heads=8,
-        d_ff=2048,
-        encoder_layers=6,
-        decoder_layers=6,
-        dropout=0.1,
-        max_len=512,
-        dtype="bfloat16",
-    )  # bf16 matmuls, f32 params/accumulation
-    c.optimizer.constant = 1.0
-    c.optimizer.warmup_steps = 4000
-    c.train.label_smoothing = 0.1
-    c.train.steps = 100_000
+    c.model.update(max_len=512, dtype="bfloat16")  # bf16 matmuls, f32 params/accumulation
     c.train.log_every = 100
     c.train.eval_every = 2000  # dev NLL on newstest2013
     c.train.bleu_every = 10_000  # dev BLEU (beam 4) on newstest2013 keys the best slot

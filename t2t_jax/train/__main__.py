@@ -1,3 +1,0 @@
-from t2t_jax.cli.train import main
-
-main()
