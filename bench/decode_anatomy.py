@@ -24,10 +24,11 @@ import ml_collections  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bench.machine import recorded  # noqa: E402
+from t2t_jax.data.pipeline import batch_plan, pad_batch  # noqa: E402
 from t2t_jax.data.sources import split_text  # noqa: E402
 from t2t_jax.decode import search  # noqa: E402
 from t2t_jax.decode.decoder import EXTRA_LENGTH, decode_length, translate_ids  # noqa: E402
-from t2t_jax.decode.translate import TOKENS_PER_BATCH, batch_plan, load_for_inference, pad_batch  # noqa: E402
+from t2t_jax.decode.translate import TOKENS_PER_BATCH, load_for_inference  # noqa: E402
 
 RECORDS = []  # (t, alive log-prob of the best alive [batch], best finished score [batch]) per beam step
 _run_loop = search.run_loop

@@ -74,9 +74,9 @@ def real_batch(workdir, checkpoint, batch):
     """(cfg, params, [batch, bucket] ids): ``batch`` test sentences from the middle of the length order."""
     import ml_collections
 
-    from t2t_jax.data.pipeline import bucket_length
+    from t2t_jax.data.pipeline import bucket_length, pad_batch
     from t2t_jax.data.sources import split_text
-    from t2t_jax.decode.translate import load_for_inference, pad_batch
+    from t2t_jax.decode.translate import load_for_inference
 
     model = load_for_inference(workdir, checkpoint)
     sources, _ = split_text(ml_collections.ConfigDict(model.config), "test")

@@ -3,7 +3,8 @@
 The public API (imported on first use, so ``import t2t_jax`` stays cheap): ``config`` (the schema and the packaged
 configs: ``config.get("multi30k", "--config.a.b=v")``), ``train_and_evaluate(config, workdir)`` (named as in the Flax
 examples; ``t2t_jax.train`` is the training package), ``Translator.from_workdir(workdir)`` with ``.translate``,
-``.score`` (corpus BLEU against references) and ``.score_pairs`` (log P of given translations), and
+``.score`` (corpus BLEU against references) and ``.score_pairs`` (log P of given translations),
+``export_workdir`` (what ``t2t-export`` does), ``run_ablation`` (what ``t2t-ablate`` does), and
 ``Transformer`` / ``ModelConfig`` for your own loop.
 """
 
@@ -17,6 +18,8 @@ __all__ = [
     "Transformer",
     "Translator",
     "config",
+    "export_workdir",
+    "run_ablation",
     "train_and_evaluate",
 ]
 
@@ -28,6 +31,8 @@ _FROM = {
     "PairScore": "t2t_jax.decode.score",
     "TrainingRun": "t2t_jax.api",
     "train_and_evaluate": "t2t_jax.api",
+    "export_workdir": "t2t_jax.export.workdir",
+    "run_ablation": "t2t_jax.train.ablation",
 }
 
 

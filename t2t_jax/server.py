@@ -49,7 +49,8 @@ class Limits:
 
     max_lines: int = 64
     max_chars: int = 2000  # per line
-    batch_wait: float = 0.002  # seconds
+    batch_wait: float = 0.002  # seconds a request waits for others sent with it
+    regroup_wait: float = 0.010  # seconds the next batch waits for the clients the last one answered
 
 
 class RequestError(T2TError):
@@ -177,12 +178,21 @@ class Service:
 
     async def _work(self) -> None:
         loop = asyncio.get_running_loop()
+        answered, answered_at = 0, -1.0  # the requests of the last round, and when they were answered
         while True:
             jobs = [await self._queue.get()]
+            # The clients just answered usually send again at once: wait (up to regroup_wait) for as many of
+            # them to be back, so that a steady set of clients keeps decoding together instead of splitting.
+            expected = answered if loop.time() - answered_at < self.limits.regroup_wait * 5 else 1
+            deadline = loop.time() + max(self.limits.batch_wait, self.limits.regroup_wait if expected > 1 else 0)
             if self.limits.batch_wait > 0:
                 await asyncio.sleep(self.limits.batch_wait)  # requests sent together arrive together
-            while not self._queue.empty():
-                jobs.append(self._queue.get_nowait())
+            while True:
+                while not self._queue.empty():
+                    jobs.append(self._queue.get_nowait())
+                if len(jobs) >= expected or loop.time() >= deadline:
+                    break
+                await asyncio.sleep(0.0005)
             for group in _groups(jobs):
                 self.batches += 1
                 try:
@@ -195,6 +205,7 @@ class Service:
                 for job, result in zip(group, results):
                     if not job[3].done():  # a client that went away
                         job[3].set_result(result)
+            answered, answered_at = len(jobs), loop.time()
 
     def _run(self, group) -> list:
         """Decode one group (same kind and options) as one call; its results split back per request."""
@@ -302,13 +313,14 @@ def build_app(service: Service, *, describe: str = "", log=print) -> web.Applica
     return app
 
 
-def warm_up(service: Service, rows=(1, 2, 4, 8), lengths=(8, 24)) -> None:
-    """Compile the default search for the batches requests of a few short lines make (the first request
-    would otherwise wait for its compilation; the workdir's compilation cache keeps them for the next start)."""
-    options = service.defaults
+def warm_up(service: Service, rows=(1, 2, 4, 8), words=(5, 12, 28, 60)) -> None:
+    """Compile the default search for the batches that requests of a few lines make: 1 to 8 rows of each
+    length bucket a sentence of ``words`` words falls in (the first requests would otherwise wait for their
+    compilation; the workdir's compilation cache keeps the programs for the next start)."""
     for count in rows:
-        for words in lengths:
-            service.translator.translate(["a " * words] * count, **options, fit_rows=True)
+        for length in words:
+            if length < service.max_tokens:
+                service.translator.translate(["a " * length] * count, **service.defaults, fit_rows=True)
 
 
 def serve(service: Service, host: str, port: int, *, describe: str = "", log=print, shutdown_timeout=60.0):

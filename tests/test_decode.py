@@ -268,7 +268,7 @@ def test_a_models_own_special_ids_reach_its_tokenizer_and_batches(tmp_path):
 def test_batch_plan_by_hand():
     """Shapes [tokens // bucket, bucket]; a batch takes the longest run of sorted sentences one shape holds, so
     a bucket's tail joins the next bucket's batch instead of decoding among padding rows."""
-    from t2t_jax.decode.translate import batch_plan
+    from t2t_jax.data.pipeline import batch_plan
 
     # buckets: 3 -> 8 (8 rows at 64 tokens), 9 -> 16 (4 rows), 20 -> 32 (2 rows)
     assert batch_plan([3] * 5 + [9] * 3 + [20] * 2, 64, 64) == [(0, 5, 8, 8), (5, 3, 4, 16), (8, 2, 2, 32)]
@@ -284,7 +284,7 @@ def test_batch_plan_by_hand():
 
 def test_batch_plan_fit_rows_takes_the_smallest_power_of_two_rows():
     """A server's request of a few lines decodes in as few rows as hold them, not in a full batch of padding."""
-    from t2t_jax.decode.translate import batch_plan
+    from t2t_jax.data.pipeline import batch_plan
 
     assert batch_plan([3], 512, 64, fit_rows=True) == [(0, 1, 1, 8)]
     assert batch_plan([3, 4, 5], 512, 64, fit_rows=True) == [(0, 3, 4, 8)]

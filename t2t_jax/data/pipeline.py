@@ -195,18 +195,50 @@ def bucket_length(n: int, max_length: int, minimum: int = 8) -> int:
 
 
 def eval_batches(sources, targets, *, tokens_per_batch: int, max_length: int, row_multiple: int = 1):
-    """Length-bucketed, unpacked batches covering every example once, plus each batch's example indices."""
+    """Length-bucketed, unpacked batches covering every example once (batch_plan's shapes), plus each batch's
+    example indices."""
     lengths = [max(len(s), len(t)) for s, t in zip(sources, targets)]
     order = np.argsort(lengths, kind="stable")
-    batches, start = [], 0
-    while start < len(order):
-        length = bucket_length(lengths[order[start]], max_length)
-        rows = max(tokens_per_batch // length // row_multiple, 1) * row_multiple
-        chosen = [i for i in order[start : start + rows] if bucket_length(lengths[i], max_length) == length]
-        batch = {"inputs": np.zeros((rows, length), np.int32), "targets": np.zeros((rows, length), np.int32)}
-        for row, index in enumerate(chosen):
-            for field, ids in (("inputs", sources[index][:length]), ("targets", targets[index][:length])):
-                batch[field][row, : len(ids)] = ids
+    plan = batch_plan([lengths[i] for i in order], tokens_per_batch, max_length, row_multiple=row_multiple)
+    batches = []
+    for start, count, rows, length in plan:
+        chosen = order[start : start + count]
+        batch = {
+            "inputs": pad_batch([sources[i][:length] for i in chosen], rows, length, 0),
+            "targets": pad_batch([targets[i][:length] for i in chosen], rows, length, 0),
+        }
         batches.append((batch, np.asarray(chosen)))
-        start += len(chosen)
     return batches
+
+
+def batch_plan(lengths, tokens_per_batch: int, max_len: int, *, fit_rows: bool = False, row_multiple: int = 1):
+    """(start, count, rows, length) of each batch over ``lengths`` sorted ascending: batches of the shapes
+    [tokens_per_batch // length, length], length a power-of-two bucket, each taking the longest run of
+    sentences that fits one such shape. A bucket's last few sentences thus join the next bucket's batch
+    (in its shape) rather than decoding alone in a batch of padding rows: padding rows compute every step.
+    ``fit_rows``: a batch of fewer sentences takes the smallest power-of-two rows that hold them (a server's
+    one sentence decodes in 1 row, not 32), at the cost of more shapes to compile. ``row_multiple``: full shapes
+    have a multiple of it rows (one share per device). The one bucketing rule of translation, scoring and the
+    dev loss."""
+
+    def rows(length: int) -> int:
+        return max(tokens_per_batch // bucket_length(length, max_len) // row_multiple, 1) * row_multiple
+
+    plan, start = [], 0
+    while start < len(lengths):
+        count = 1
+        while start + count < len(lengths) and count + 1 <= rows(lengths[start + count]):
+            count += 1
+        longest = lengths[start + count - 1]
+        shape_rows = min(rows(longest), 1 << (count - 1).bit_length()) if fit_rows else rows(longest)
+        plan.append((start, count, shape_rows, bucket_length(longest, max_len)))
+        start += count
+    return plan
+
+
+def pad_batch(sequences, rows: int, length: int, pad_id: int) -> np.ndarray:
+    """[rows, length] int32 ids: ``sequences`` (each at most ``length`` long) in the first rows, pad after."""
+    batch = np.full((rows, length), pad_id, np.int32)
+    for row, ids in enumerate(sequences):
+        batch[row, : len(ids)] = ids
+    return batch

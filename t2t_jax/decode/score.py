@@ -11,7 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from t2t_jax.decode.translate import TOKENS_PER_BATCH, batch_plan, pad_batch
+from t2t_jax.data.pipeline import batch_plan, pad_batch
+from t2t_jax.decode.translate import TOKENS_PER_BATCH
 from t2t_jax.errors import ConfigError, DataError
 from t2t_jax.model import Transformer
 from t2t_jax.model.config import ModelConfig

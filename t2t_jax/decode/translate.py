@@ -9,10 +9,9 @@ import time
 from typing import Any
 
 import jax
-import numpy as np
 
 from t2t_jax.checkpoint.params import load_params
-from t2t_jax.data.pipeline import bucket_length
+from t2t_jax.data.pipeline import batch_plan, pad_batch
 from t2t_jax.data.tokenizer import Tokenizer
 from t2t_jax.decode.decoder import (
     check_beam,
@@ -114,37 +113,6 @@ def load_ensemble(specs) -> LoadedModel:
     cfgs = tuple(model.cfg for model in models)
     check_ensemble(cfgs)
     return LoadedModel(cfgs, tuple(model.params for model in models), models[0].tokenizer, models[0].config, -1)
-
-
-def batch_plan(lengths, tokens_per_batch: int, max_len: int, *, fit_rows: bool = False):
-    """(start, count, rows, length) of each batch over ``lengths`` sorted ascending: batches of the shapes
-    [tokens_per_batch // length, length], length a power-of-two bucket, each taking the longest run of
-    sentences that fits one such shape. A bucket's last few sentences thus join the next bucket's batch
-    (in its shape) rather than decoding alone in a batch of padding rows: padding rows compute every step.
-    ``fit_rows``: a batch of fewer sentences takes the smallest power-of-two rows that hold them (a server's
-    one sentence decodes in 1 row, not 32), at the cost of more shapes to compile."""
-
-    def rows(length: int) -> int:
-        return max(tokens_per_batch // bucket_length(length, max_len), 1)
-
-    plan, start = [], 0
-    while start < len(lengths):
-        count = 1
-        while start + count < len(lengths) and count + 1 <= rows(lengths[start + count]):
-            count += 1
-        longest = lengths[start + count - 1]
-        shape_rows = min(rows(longest), 1 << (count - 1).bit_length()) if fit_rows else rows(longest)
-        plan.append((start, count, shape_rows, bucket_length(longest, max_len)))
-        start += count
-    return plan
-
-
-def pad_batch(sequences, rows: int, length: int, pad_id: int) -> np.ndarray:
-    """[rows, length] int32 ids: ``sequences`` (each at most ``length`` long) in the first rows, pad after."""
-    batch = np.full((rows, length), pad_id, np.int32)
-    for row, ids in enumerate(sequences):
-        batch[row, : len(ids)] = ids
-    return batch
 
 
 def translate_texts(

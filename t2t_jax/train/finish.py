@@ -11,7 +11,6 @@ split — and the choice, with every candidate's score, goes into ``final.json``
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import jax
@@ -19,11 +18,11 @@ import jax
 from t2t_jax import distributed
 from t2t_jax.checkpoint.average import average_last, saved_steps
 from t2t_jax.data.sources import split_text
-from t2t_jax.decode.translate import DecodeStats, load_for_inference, translate_texts
+from t2t_jax.decode.shared import decode_shared
+from t2t_jax.decode.translate import load_for_inference
 from t2t_jax.errors import ConfigError
 from t2t_jax.evaluate.bleu import sacre_bleu
 from t2t_jax.evaluate.report import write_report
-from t2t_jax.progress import Meter
 from t2t_jax.workdir import Workdir
 
 FINAL_BARRIER_SECONDS = 6 * 3600  # the others wait while process 0 averages (20 big checkpoints from a bucket)
@@ -169,25 +168,3 @@ def _decode_with(model, sources, beam, alpha, log, label):
     return decode_shared(
         sources, model.tokenizer, model.params, model.cfg, beam=beam, alpha=alpha, log=log, label=label
     )
-
-
-def decode_shared(sources, tokenizer, params, cfg, *, beam, alpha=0.6, log=print, label="decode"):
-    """(hypotheses in input order, decode stats), identical on every process: process p of N decodes
-    sentences p, p+N, ... on its own devices and the hypotheses are gathered. ``log`` shows the progress of
-    this process's share (lines every 10 s: a training log is a file)."""
-    count, index = jax.process_count(), jax.process_index()
-    share = f" (this process's share, 1/{count})" if count > 1 else ""
-    with Meter(label + share, unit="sentences", printer=log) as meter:
-        mine = translate_texts(
-            sources[index::count], tokenizer, params, cfg, beam=beam, alpha=alpha, log=log, progress=meter
-        )
-    shares = distributed.allgather_json({"hypotheses": mine.best, "stats": dataclasses.asdict(mine.stats)})
-    hypotheses = [""] * len(sources)
-    for p, share in enumerate(shares):
-        hypotheses[p::count] = share["hypotheses"]
-    stats = DecodeStats(
-        sentences=sum(s["stats"]["sentences"] for s in shares),
-        tokens=sum(s["stats"]["tokens"] for s in shares),
-        seconds=max(s["stats"]["seconds"] for s in shares),
-    )  # the processes decode side by side
-    return hypotheses, stats

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import json
 import math
 import time
+from typing import Any
 
 import jax
 
@@ -15,15 +18,16 @@ from t2t_jax.checkpoint.space import check_checkpoint_space
 from t2t_jax.config import model_config
 from t2t_jax.data.geometry import batch_rows
 from t2t_jax.data.inputs import make_data
+from t2t_jax.decode.shared import decode_shared
 from t2t_jax.errors import NonFiniteLoss
 from t2t_jax.evaluate.bleu import sacre_bleu
 from t2t_jax.model import Transformer
+from t2t_jax.model.config import ModelConfig
 from t2t_jax.progress import TrainingProgress, format_duration
 from t2t_jax.train.control import Control
 from t2t_jax.train.cooldown import CooldownPlan, budget_start_seconds
 from t2t_jax.train.curves import plot_curves
 from t2t_jax.train.events import EventLog
-from t2t_jax.train.finish import decode_shared
 from t2t_jax.train.history import HistoryLog
 from t2t_jax.train.loss import summarize
 from t2t_jax.train.parallel import host_tree, make_launcher
@@ -50,21 +54,63 @@ def evaluate(launcher, params, batches) -> dict:
     return summarize(_sum_metrics(sums))
 
 
-def _restore_or_init(config, cfg, tx, launcher, checkpointer, data, say):
-    """(state placed for the launcher, first step, training seconds already spent, the cooldown plan the
-    run started by time or None): the newest readable checkpoint, else a fresh state."""
+@dataclasses.dataclass
+class Run:
+    """One training run's pieces, built by ``train`` in order (model, then optimizer and launcher, then data and
+    checkpoints, then the restored state); the step loop advances ``state``, and a cooldown plan started by the
+    time budget replaces the optimizer, launcher and schedule (``rebuild``)."""
+
+    config: Any
+    cfg: ModelConfig
+    workdir: Any
+    say: Any
+    tx: Any = None
+    launcher: Any = None
+    schedule: Any = None
+    data: Any = None
+    checkpointer: Checkpointer | None = None
+    state: Any = None  # placed for the launcher
+    start: int = 0  # the step this invocation starts from
+    spent: float = 0.0  # training seconds of earlier invocations: train.max_minutes is one budget across them
+    plan: CooldownPlan | None = None  # a cooldown started by the time budget, or None
+
+    def rebuild(self) -> None:
+        """Optimizer, launcher and schedule for the current cooldown plan (None: the step-keyed schedule). The
+        schedule is closed over by the jitted step: a plan made mid-run compiles it once more."""
+        config = self.config
+        self.tx, self.schedule = make_optimizer(config.optimizer, self.cfg, config.train.steps, cooldown=self.plan)
+        self.launcher = make_launcher(
+            config.parallel.launcher,
+            Transformer(self.cfg),
+            self.tx,
+            config.train.label_smoothing,
+            config.train.accum_steps,
+            skip_nonfinite=config.train.nonfinite == "skip",
+        )
+
+    @property
+    def end(self) -> int:
+        return self.plan.end if self.plan is not None else self.config.train.steps
+
+
+def _restore_or_init(run: Run) -> None:
+    """``run``'s state, first step, spent seconds and cooldown plan: from the newest readable checkpoint, else
+    a fresh state from step 0."""
+    config, checkpointer = run.config, run.checkpointer
     saved_config = Workdir(checkpointer.workdir).config
     if checkpointer.latest.all_steps() and saved_config.exists():  # before restoring: shapes may differ
         check_compatible(json.loads(saved_config.read_text()), config.to_dict())
-    fresh = create_state(cfg, tx, config.train.seed)
-    restored = checkpointer.restore_latest(abstract_like(fresh, launcher.restore_sharding))
+    fresh = create_state(run.cfg, run.tx, config.train.seed)
+    restored = checkpointer.restore_latest(abstract_like(fresh, run.launcher.restore_sharding))
     if restored is None:
-        return launcher.put_state(fresh), 0, 0.0, None
+        run.state = run.launcher.put_state(fresh)
+        return
     step, state, data_state, _ = restored
-    _restore_data_state(data.train, data_state, say)
-    say(f"resumed from the checkpoint at step {step} ({checkpointer.latest.directory})", flush=True)
-    plan = CooldownPlan.from_json(data_state.get(COOLDOWN_KEY))
-    return launcher.put_state(state), step, float(data_state.get(SPENT_KEY, 0.0)), plan
+    _restore_data_state(run.data.train, data_state, run.say)
+    run.say(f"resumed from the checkpoint at step {step} ({checkpointer.latest.directory})", flush=True)
+    run.state, run.start = run.launcher.put_state(state), step
+    run.spent = float(data_state.get(SPENT_KEY, 0.0))
+    run.plan = CooldownPlan.from_json(data_state.get(COOLDOWN_KEY))
 
 
 def _restore_data_state(iterator, data_state: dict, say) -> None:
@@ -86,114 +132,70 @@ def train(config, workdir: str, printer=print) -> dict:
     """Train to ``config.train.steps`` (resuming from ``workdir``) and return a summary."""
     distributed.initialize(config.parallel)
     lead = jax.process_index() == 0
-    say = printer if lead else (lambda *a, **k: None)
     workdir = workdir_path(workdir)
     check_workdir(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    cfg = model_config(config)
-    tx, launcher, schedule = _build(config, cfg, None)
-    check_checkpoint_space(workdir, jax.eval_shape(lambda: create_state(cfg, tx, config.train.seed)))
-    batch_rows(config.data, launcher.device_count, jax.process_count(), config.train.accum_steps)  # before data
-    data = make_data(config, workdir, log=lambda message: say(message, flush=True))
+    run = Run(config, model_config(config), workdir, printer if lead else (lambda *a, **k: None))
+    run.rebuild()
+    check_checkpoint_space(workdir, jax.eval_shape(lambda: create_state(run.cfg, run.tx, config.train.seed)))
+    batch_rows(config.data, run.launcher.device_count, jax.process_count(), config.train.accum_steps)  # before data
+    run.data = make_data(config, workdir, log=lambda message: run.say(message, flush=True))
     ck = config.checkpoint
-    checkpointer = Checkpointer(workdir, keep=ck.keep, async_save=ck.async_save, log=say)
-    state, start, spent, plan = _restore_or_init(config, cfg, tx, launcher, checkpointer, data, say)
-    if plan is not None:  # the schedule this run has trained on since the cooldown began
-        _, launcher, schedule = _build(config, cfg, plan)
+    run.checkpointer = Checkpointer(workdir, keep=ck.keep, async_save=ck.async_save, log=run.say)
+    _restore_or_init(run)
+    if run.plan is not None:  # the schedule this run has trained on since its cooldown began
+        run.rebuild()
     if lead:
         Workdir(workdir).config.write_text(config.to_json_best_effort(indent=2))
-    say(
-        f"model: {param_count(launcher.get_state(state).params):,} params | devices: {launcher.device_count} "
-        f"({config.parallel.launcher}, {jax.process_count()} process(es)) | steps: {start}->"
-        f"{plan.end if plan else config.train.steps}",
+    run.say(
+        f"model: {param_count(run.launcher.get_state(run.state).params):,} params | devices: "
+        f"{run.launcher.device_count} ({config.parallel.launcher}, {jax.process_count()} process(es)) | steps: "
+        f"{run.start}->{run.end}",
         flush=True,
     )
     watchdog = Watchdog(
         0 if distributed.single_process() else config.parallel.watchdog_seconds,
-        context=lambda: f" from the checkpoint at step {checkpointer.last_saved}",
+        context=lambda: f" from the checkpoint at step {run.checkpointer.last_saved}",
     )
     try:
         with preemption_flag() as preempted:
-            return _run(
-                config,
-                cfg,
-                workdir,
-                launcher,
-                schedule,
-                data,
-                checkpointer,
-                watchdog,
-                preempted,
-                state,
-                start,
-                spent,
-                plan,
-                say,
-            )
+            return _step_loop(run, watchdog, preempted)
     finally:
         watchdog.close()
 
 
-def _build(config, cfg, plan):
-    """(optimizer, launcher, schedule) for a cooldown plan (None: the step-keyed schedule).  A plan made
-    mid-run rebuilds them: the schedule is closed over by the jitted step, which compiles once more."""
-    tx, schedule = make_optimizer(config.optimizer, cfg, config.train.steps, cooldown=plan)
-    launcher = make_launcher(
-        config.parallel.launcher,
-        Transformer(cfg),
-        tx,
-        config.train.label_smoothing,
-        config.train.accum_steps,
-        skip_nonfinite=config.train.nonfinite == "skip",
-    )
-    return tx, launcher, schedule
-
-
-def _run(
-    config, cfg, workdir, launcher, schedule, data, checkpointer, watchdog, preempted, state, start, spent, plan, say
-) -> dict:
+def _step_loop(run: Run, watchdog, preempted) -> dict:
     """The step loop: every step boundary takes the agreed decision of train/control.py."""
+    config, say = run.config, run.say
     started = time.perf_counter()
-    end = plan.end if plan is not None else config.train.steps
-    control = _control(config, started - spent, preempted, plan, end)
-
-    def save(step, best_metric=None):
-        data_state = _data_state(data, spent + time.perf_counter() - started, plan)
-        with watchdog.waiting(f"the checkpoint save at step {step} (orbax waits for every process)"):
-            if best_metric is None:
-                checkpointer.save(step, launcher.get_state(state), data_state, config.to_dict())
-            else:
-                checkpointer.save_best(step, launcher.get_state(state), data_state, config.to_dict(), best_metric)
-
-    history = HistoryLog(workdir, start, enabled=jax.process_index() == 0)
-    pending, step, stopped = [], start, "steps"
-    events = EventLog(workdir, enabled=jax.process_index() == 0 and config.train.tensorboard)
-    progress = TrainingProgress(end, start_step=start, printer=say, deadline=control.deadline)
+    control = _control(config, started - run.spent, preempted, run.plan, run.end)
+    lead = jax.process_index() == 0
+    history = HistoryLog(run.workdir, run.start, enabled=lead)
+    events = EventLog(run.workdir, enabled=lead and config.train.tensorboard)
+    progress = TrainingProgress(run.end, start_step=run.start, printer=say, deadline=control.deadline)
+    save = functools.partial(_save, run, watchdog, started)
+    pending, step, stopped = [], run.start, "steps"
     compiles = True  # the first step, and the first after a rebuild for a cooldown plan: not watched
-    while step < end:
+    while step < run.end:
         with (
             contextlib.nullcontext()
             if compiles
             else watchdog.waiting(f"train step {step + 1} (its all-reduce with the other processes)")
         ):
-            state, sums = launcher.train_step(state, launcher.put_batch(next(data.train)))
+            run.state, sums = run.launcher.train_step(run.state, run.launcher.put_batch(next(run.data.train)))
             step, compiles = step + 1, False
             if pending:  # at most two steps in flight: an unbounded queue of collective programs
                 _check_finite(pending[-1], step - 1, config)  # can deadlock XLA:CPU's multi-device rendezvous
             pending.append(sums)
-            if step % config.train.log_every == 0 or step == end:
-                metrics = summarize(_sum_metrics(pending))
-                lr = float(schedule(step - 1))
-                metrics.update(progress.report(step, metrics, lr), step=step, lr=lr)
-                history.append({"split": "train", **metrics})  # on disk now: a kill keeps the curve
-                events.scalars("train", step, metrics)
+            if step % config.train.log_every == 0 or step == run.end:
+                _log_train(run, step, pending, progress, history, events)
                 pending = []
             decision = control.decide(step)
-        if decision.cool and plan is None:  # before the save, so that the checkpoint holds the plan
-            plan = _start_cooldown(config, step, control, (time.perf_counter() - started + spent) / 60, say)
-            if plan is not None:
-                (_, launcher, schedule), compiles = _build(config, cfg, plan), True
-                end = progress.total = plan.end
+        if decision.cool and run.plan is None:  # before the save, so that the checkpoint holds the plan
+            run.plan = _start_cooldown(config, step, control, (time.perf_counter() - started + run.spent) / 60, say)
+            if run.plan is not None:
+                run.rebuild()
+                compiles, progress.total = True, run.end
         # Save before evaluating: a failure in evaluation never costs the steps since the last save.
         if decision.save:
             _check_finite(sums, step, config)
@@ -201,27 +203,54 @@ def _run(
         if decision.stop:
             stopped = decision.stop
             with watchdog.waiting(f"the checkpoint save at step {step} to finish"):
-                checkpointer.wait()
+                run.checkpointer.wait()
             reason = f"time budget of {config.train.max_minutes:g} min reached" if stopped == "budget" else stopped
             say(f"{reason}: saved the checkpoint at step {step}", flush=True)
             break
-        if step % config.train.eval_every == 0 or step == end:
+        if step % config.train.eval_every == 0 or step == run.end:
             _check_finite(sums, step, config)
-            metrics, best_metric = _dev_metrics(config, cfg, launcher, state, data, step, events, say)
-            history.append({"split": "eval", "step": step, **metrics})
-            history.flush()
-            if history.enabled:
-                plot_curves(workdir)  # curves.png current at every evaluation
-            if best_metric is not None and checkpointer.is_better(best_metric):
-                save(step, best_metric)
+            _evaluate_and_keep_best(run, step, events, history, save)
     with watchdog.waiting("the last checkpoint saves to finish"):
-        checkpointer.wait()
-    checkpointer.close()
+        run.checkpointer.wait()
+    run.checkpointer.close()
     events.close()
+    _write_history(run, history)
+    return _summarize_run(run, step, started, history.entries, stopped)
+
+
+def _save(run: Run, watchdog, started: float, step: int, best_metric=None) -> None:
+    """A checkpoint at ``step`` (with ``best_metric``: into the best slot), holding the data state and budget."""
+    data_state = _data_state(run.data, run.spent + time.perf_counter() - started, run.plan)
+    state = run.launcher.get_state(run.state)
+    with watchdog.waiting(f"the checkpoint save at step {step} (orbax waits for every process)"):
+        if best_metric is None:
+            run.checkpointer.save(step, state, data_state, run.config.to_dict())
+        else:
+            run.checkpointer.save_best(step, state, data_state, run.config.to_dict(), best_metric)
+
+
+def _log_train(run: Run, step: int, pending, progress, history, events) -> None:
+    """The training metrics of the steps since the last log line: printed, in the history and TensorBoard."""
+    metrics = summarize(_sum_metrics(pending))
+    lr = float(run.schedule(step - 1))
+    metrics.update(progress.report(step, metrics, lr), step=step, lr=lr)
+    history.append({"split": "train", **metrics})  # on disk now: a kill keeps the curve
+    events.scalars("train", step, metrics)
+
+
+def _evaluate_and_keep_best(run: Run, step: int, events, history, save) -> None:
+    """Dev metrics at ``step`` into the history (and curves.png); a new best goes to the best slot."""
+    metrics, best_metric = _dev_metrics(run, step, events)
+    history.append({"split": "eval", "step": step, **metrics})
+    _write_history(run, history)
+    if best_metric is not None and run.checkpointer.is_better(best_metric):
+        save(step, best_metric)
+
+
+def _write_history(run: Run, history) -> None:
     history.flush()
     if history.enabled:
-        plot_curves(workdir)
-    return _summarize_run(workdir, step, start, started, history.entries, launcher.get_state(state), say, stopped)
+        plot_curves(run.workdir)  # curves.png current at every evaluation
 
 
 def _data_state(data, train_seconds, plan) -> dict:
@@ -260,9 +289,10 @@ def _control(config, run_started, preempted, plan, final_step) -> Control:
     )
 
 
-def _dev_metrics(config, cfg, launcher, state, data, step, events, say):
+def _dev_metrics(run: Run, step: int, events):
     """(dev loss metrics [+ "bleu"], the metric the best slot keys on at this step or None)."""
-    metrics = evaluate(launcher, state.params, data.eval_batches)
+    config, launcher, data, say = run.config, run.launcher, run.data, run.say
+    metrics = evaluate(launcher, run.state.params, data.eval_batches)
     say(
         f"eval step {step} | loss {metrics['loss']:.4f} | ppl {metrics['ppl']:.3f} | acc {metrics['accuracy']:.4f}",
         flush=True,
@@ -270,7 +300,7 @@ def _dev_metrics(config, cfg, launcher, state, data, step, events, say):
     bleu_enabled = bool(config.train.bleu_every and data.tokenizer)
     best_metric = None if bleu_enabled else -metrics["nll"]  # the best slot keys on one metric
     if bleu_enabled and step % config.train.bleu_every == 0:
-        metrics["bleu"], samples = dev_bleu(config, cfg, launcher.get_state(state).params, data, say)
+        metrics["bleu"], samples = dev_bleu(config, run.cfg, launcher.get_state(run.state).params, data, say)
         best_metric = metrics["bleu"]  # the same on every process: the hypotheses are gathered
         events.text("dev/samples", step, samples)
     events.scalars("dev", step, metrics)
@@ -306,9 +336,11 @@ def _check_finite(sums, step, config):
         )
 
 
-def _summarize_run(workdir, step, start, started, history, state, say, stopped):
+def _summarize_run(run: Run, step: int, started: float, history, stopped: str) -> dict:
     """``stopped``: "steps" (train.steps, or a budget-fitted cooldown's end, reached), "budget"
     (train.max_minutes) or a signal's name."""
+    workdir, start, say = run.workdir, run.start, run.say
+    state = run.launcher.get_state(run.state)
     wall = time.perf_counter() - started
     evals = [h for h in history if h["split"] == "eval"]
     summary = {
