@@ -208,6 +208,48 @@ def decode_history_table(data: dict) -> str:
     return "\n".join(rows)
 
 
+def machine_line(machine: dict) -> str:
+    """The machine a benchmark ran on, as bench/machine.py recorded it."""
+    cpu = machine["cpu"]
+    flags = ", ".join(cpu["flags"]) or "none"
+    return f"{cpu['cores']} cores of an {cpu['model']} (bf16-relevant flags: {flags}), jax {machine['jax']}"
+
+
+def serve_table(data: dict) -> str:
+    one, ct2 = data["server_one_sentence"], data["ctranslate2_float32_one_sentence"]
+    concurrent = sorted(
+        (int(key.split("_")[1]), value) for key, value in data.items() if re.fullmatch(r"server_\d+_clients", key)
+    )
+    batch, score, sample = data["translate_batch_api"], data["score_api"], data["sample_api_topk10"]
+    rows = [
+        "| path (beam 4 unless said) | median | p95 | sentences/s |",
+        "|---|---|---|---|",
+        f"| `t2t-serve`, one sentence per request, one client | {one['median_ms']:g} ms | {one['p95_ms']:g} ms | |",
+        f"| CTranslate2 float32 in-process, one sentence per call | {ct2['median_ms']:g} ms | {ct2['p95_ms']:g} ms | |",
+        *(
+            f"| `t2t-serve`, {count} concurrent clients, one sentence each (mean batch: "
+            f"{entry['mean_sentences_per_batch']:g} sentences) | {entry['median_ms']:g} ms | {entry['p95_ms']:g} ms | "
+            f"{entry['sentences_per_s']:g} |"
+            for count, entry in concurrent
+        ),
+        f"| batch translation (`Translator.translate`, the test set at once) | | | {batch['sentences_per_s']:g} |",
+        f"| scoring (`Translator.score_pairs`, test set and references) | | | {score['sentences_per_s']:g} |",
+        f"| sampling (`translate(sample=True, top_k=10)`) | | | {sample['sentences_per_s']:g} |",
+    ]
+    targets = data["targets"]
+    rows += [
+        "",
+        f"The server's median one-sentence latency is {targets['server_median_latency_over_ctranslate2']:.2f}× "
+        f"CTranslate2's in-process call; {data['clients']} concurrent clients get "
+        f"{targets['concurrent_throughput_over_batch_translate']:.2f}× the batch path's sentences/s. "
+        f"Model: the main job's architecture and config ({data['dtype']}), step {data['step']} "
+        f"({data['checkpoint']}), on the {data['test_sentences']} Multi30k test sentences "
+        f"({data['latency_requests']} for latency). `{data['command']}`, {data['date']}, "
+        f"{machine_line(data['machine'])}.",
+    ]
+    return "\n".join(rows)
+
+
 TABLES = {  # name: (the file holding it, the JSON it comes from, the renderer)
     "main_jobs": ("README.md", "experiments/results/main_jobs.json", main_jobs_table),
     "decode_engines": ("docs/benchmarks.md", "bench/results/decode_engines_multi30k.json", decode_engines_table),
@@ -221,6 +263,7 @@ TABLES = {  # name: (the file holding it, the JSON it comes from, the renderer)
         decode_before_after_table,
     ),
     "decode_history": ("docs/decoding.md", "bench/results/decode_history_tiny64.json", decode_history_table),
+    "serve": ("docs/decoding.md", "bench/results/serve_multi30k.json", serve_table),
 }
 
 

@@ -1,6 +1,6 @@
 """The translation server against CTranslate2 in-process, on one model and the Multi30k test set, in one run:
 one-sentence latency through ``t2t-serve`` (median and p95 over ``--requests`` requests, warm), throughput with
-``--clients`` concurrent clients sending one sentence each at a time, the batch translate path's sentences/s,
+``--clients`` concurrent clients (8 and 32) sending one sentence each at a time, the batch translate path's sentences/s,
 CTranslate2 float32's one-sentence ``translate_batch`` latency on the same sentences, and the scoring and
 sampling paths' sentences/s (the API, as ``t2t-score`` / ``t2t-translate --sample`` run them). Prints JSON.
 
@@ -55,6 +55,11 @@ def percentiles(seconds) -> dict:
 def post(url, path, body) -> dict:
     request = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="POST")
     with urllib.request.urlopen(request, timeout=300) as reply:
+        return json.loads(reply.read())
+
+
+def get(url, path) -> dict:
+    with urllib.request.urlopen(url + path, timeout=60) as reply:
         return json.loads(reply.read())
 
 
@@ -143,9 +148,10 @@ def main():
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--checkpoint", default="averaged")
     parser.add_argument("--requests", type=int, default=200, help="one-sentence requests timed for latency")
-    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--clients", default="8,32", help="concurrent client counts; the first is the target's")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     args = parser.parse_args()
+    clients = [int(count) for count in args.clients.split(",")]
     translator = Translator.from_workdir(args.workdir, args.checkpoint)
     sources, references = split_text(ml_collections.ConfigDict(translator.model.config), "test")
     latency_set = sources[: args.requests]
@@ -157,7 +163,7 @@ def main():
         "beam": 4,
         "test_sentences": len(sources),
         "latency_requests": len(latency_set),
-        "clients": args.clients,
+        "clients": clients[0],
         "threads": args.threads,
     }
     # In this process first (the server not started yet): the batch paths and CTranslate2.
@@ -181,9 +187,16 @@ def main():
     try:
         server_latency(url, latency_set[:20])  # warm: the shapes of single sentences compiled
         report["server_one_sentence"], served = server_latency(url, latency_set)
-        server_throughput(url, sources[:64], args.clients)  # warm: the shapes of concurrent batches
-        report[f"server_{args.clients}_clients"], concurrent = server_throughput(url, sources, args.clients)
-        report[f"server_{args.clients}_clients"]["sacrebleu"] = round(sacre_bleu(concurrent, references)["score"], 2)
+        for count in clients:
+            server_throughput(url, sources[:64], count)  # warm: the shapes of concurrent batches
+            before = get(url, "/health")
+            entry, concurrent = server_throughput(url, sources, count)
+            after = get(url, "/health")
+            entry["sacrebleu"] = round(sacre_bleu(concurrent, references)["score"], 2)
+            entry["mean_sentences_per_batch"] = round(
+                (after["requests"] - before["requests"]) / (after["batches"] - before["batches"]), 2
+            )
+            report[f"server_{count}_clients"] = entry
         report["server_one_sentence"]["identical_lines_vs_batch_api"] = sum(a == b for a, b in zip(served, best)) / len(
             served
         )
@@ -198,7 +211,7 @@ def main():
         "server_median_latency_over_ctranslate2": round(ours / theirs, 2),
         "latency_within_2x_ctranslate2": ours <= 2 * theirs,
         "concurrent_throughput_over_batch_translate": round(
-            report[f"server_{args.clients}_clients"]["sentences_per_s"]
+            report[f"server_{clients[0]}_clients"]["sentences_per_s"]
             / report["translate_batch_api"]["sentences_per_s"],
             2,
         ),

@@ -152,6 +152,17 @@ def test_effects_and_agreement_by_hand():
         "| A_h1 | - | 1.00 | 6.50 | 28.00 | 1 | A_h1 | 5.29 | 24.9 | - | -2.50 / -0.9 | +0.40 / +0.37 | yes, yes |"
         in table
     )
+    speeds = {
+        "machine": {"cpu": {"model": "Some CPU", "cores": 2, "flags": ["avx2"]}},
+        "command": "python bench/table3_speed.py",
+        "date": "2026-01-01",
+        "rows": {"base": {"relative_step_time": 1.0}, "A_h1": {"relative_step_time": 0.87}},
+    }
+    timed = markdown(results, paper, "cmd", speeds=speeds)
+    assert "| dev BLEU | step time vs base |" in timed and "2 cores of an Some CPU, bf16-relevant flags: avx2" in timed
+    assert "| A_h1 | - | 1.00 | 6.50 | 28.00 | 0.87 | A_h1 |" in timed  # the one-run timing, not tokens/s
+    assert "| base_seed1 | - | 1.00 | 6.20 | 31.00 | 1.00 |" in timed  # a base seed is the base's shapes
+    assert "| V_additive | - | 1.00 | 5.50 | 29.00 | - |" in timed  # not timed
 
 
 def test_every_multi30k_row_is_a_valid_model_differing_from_base_as_named():

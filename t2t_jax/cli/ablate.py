@@ -4,8 +4,10 @@ Table 3 at a budget you choose, resumable (the runner: t2t_jax/train/ablation.py
 from __future__ import annotations
 
 import argparse
+import json
+import pathlib
 
-from t2t_jax.cli.common import command, quiet_libraries
+from t2t_jax.cli.common import command, fail, quiet_libraries
 
 
 def build_parser():
@@ -17,7 +19,21 @@ def build_parser():
     parser.add_argument("--base-config", help="a packaged config name or a config file (default: the table's)")
     parser.add_argument("--base-seeds", type=int, default=2, help="the base row is trained with this many seeds")
     parser.add_argument("--bleu-sentences", type=int, default=0, help="dev sentences for BLEU (0 = all)")
+    parser.add_argument(
+        "--speeds", help="a bench/table3_speed.py JSON: the speed column shows its step times relative to the base"
+    )
     return parser
+
+
+def read_speeds(path) -> dict:
+    """A bench/table3_speed.py report, or one error saying why it is not one."""
+    try:
+        data = json.loads(pathlib.Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        fail(f"--speeds {path}: {error}")
+    if not isinstance(data, dict) or "base" not in data.get("rows", {}) or "machine" not in data:
+        fail(f"--speeds {path}: not a bench/table3_speed.py report (it needs rows.base and machine)")
+    return data
 
 
 @command
@@ -42,4 +58,5 @@ def main(argv=None):
         bleu_sentences=args.bleu_sentences,
         overrides=overrides,
         command_line="python -m t2t_jax ablate " + " ".join(argv),  # argv: the arguments (command() passes them)
+        speeds=read_speeds(args.speeds) if args.speeds else None,
     )

@@ -60,18 +60,39 @@ def _fmt(x, spec):
     return "-" if x is None else format(x, spec)
 
 
-def markdown(results: list[dict], paper: dict, command: str, note: str = "") -> str:
+def markdown(results: list[dict], paper: dict, command: str, note: str = "", speeds: dict | None = None) -> str:
+    """The table as markdown. ``speeds``: a bench/table3_speed.py report; its relative step times (all rows timed
+    in one run on one machine) replace the tokens/s each row trained at (which compare machines, not rows)."""
     ref = base_reference(results)
+    relative = {row: entry["relative_step_time"] for row, entry in (speeds or {}).get("rows", {}).items()}
+
+    def speed(row: dict) -> str:
+        if not speeds:
+            return _fmt(row["tokens_per_s"], ",.0f")
+        value = relative.get("base" if is_base(row["row"]) else row["row"])
+        return "-" if value is None else f"{value:.2f}"
+
+    speed_note = []
+    if speeds:
+        cpu = speeds["machine"]["cpu"]
+        speed_note = [
+            f"Step time: each row's training step over the base's, all timed in one run on one machine "
+            f"({cpu['cores']} cores of an {cpu['model']}, bf16-relevant flags: {', '.join(cpu['flags']) or 'none'}; "
+            f"`{speeds['command']}`, {speeds['date']}).",
+            "",
+        ]
     lines = [
         f"Command: `{command}`",
         "",
         *([note, ""] if note else []),
+        *speed_note,
         f"Effects are differences from the base row's mean over {ref['seeds']} seed(s); the base seeds differ by "
         f"{_fmt(ref['dev_bleu_noise'], '.2f')} BLEU / {_fmt(ref['dev_ppl_noise'], '.3f')} PPL, and an effect "
         "no larger than that is marked 'noise'. 'agrees': does our effect go the way of the paper's (BLEU up "
         "is better, PPL down is better)?",
         "",
-        "| row | changes | params (M) | dev PPL | dev BLEU | tokens/s | paper row | paper PPL | paper BLEU | "
+        f"| row | changes | params (M) | dev PPL | dev BLEU | {'step time vs base' if speeds else 'tokens/s'} | "
+        "paper row | paper PPL | paper BLEU | "
         "paper params | ΔBLEU ours / paper | ΔPPL ours / paper | agrees (BLEU, PPL) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -79,7 +100,7 @@ def markdown(results: list[dict], paper: dict, command: str, note: str = "") -> 
         p_ppl, p_bleu, p_params = paper.get(r.get("paper_row") or "", (None, None, None))
         lines.append(
             f"| {r['row']} | {r['changes']} | {r['params_m']:.2f} | {r['dev_ppl']:.2f} | "
-            f"{_fmt(r['dev_bleu'], '.2f')} | {_fmt(r['tokens_per_s'], ',.0f')} | {r.get('paper_row') or '-'} | "
+            f"{_fmt(r['dev_bleu'], '.2f')} | {speed(r)} | {r.get('paper_row') or '-'} | "
             f"{_fmt(p_ppl, '.2f')} | {_fmt(p_bleu, '.1f')} | {_fmt(p_params, 'd')} | "
             f"{_fmt(r['dev_bleu_effect'], '+.2f')} / {_fmt(r['paper_dev_bleu_effect'], '+.1f')} | "
             f"{_fmt(r['dev_ppl_effect'], '+.2f')} / {_fmt(r['paper_dev_ppl_effect'], '+.2f')} | "

@@ -160,11 +160,11 @@ def run_row(row, base_config, overrides, workdir, say, changes="-", position="",
     return result
 
 
-def write_table(workdir: pathlib.Path, results, paper, command_line, note) -> None:
+def write_table(workdir: pathlib.Path, results, paper, command_line, note, speeds=None) -> None:
     from t2t_jax.evaluate.ablation_table import chart_png, markdown
 
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "table3.md").write_text(markdown(results, paper, command_line, note))
+    (workdir / "table3.md").write_text(markdown(results, paper, command_line, note, speeds))
     (workdir / "table3.json").write_text(json.dumps(results, indent=2))
     (workdir / "table3.png").write_bytes(chart_png(results, paper))
 
@@ -180,10 +180,12 @@ def run_ablation(
     bleu_sentences: int = 0,
     overrides=(),
     command_line: str = "",
+    speeds: dict | None = None,
     say=print,
 ) -> list[dict]:
     """Train the rows ``rows_spec`` names (read back those already finished), rewriting DIR/table3.md, .json and
-    .png after each; returns the table's rows in its order. ``overrides``: ``--config.a.b=v`` for every row."""
+    .png after each; returns the table's rows in its order. ``overrides``: ``--config.a.b=v`` for every row;
+    ``speeds``: a bench/table3_speed.py report for the table's speed column (else each row's training tokens/s)."""
     if base_seeds < 1:
         raise ConfigError("--base-seeds: at least 1")
     table3 = presets.module("table3")
@@ -216,6 +218,6 @@ def run_ablation(
     for number, row in enumerate(order, 1):
         run(row, f"{number}/{len(order)}")
         table_rows = [results[r] for r in plan if r in results]
-        write_table(workdir, table_rows, table3.PAPER, command_line, note)
+        write_table(workdir, table_rows, table3.PAPER, command_line, note, speeds)
     say(f"wrote {workdir / 'table3.md'} and {workdir / 'table3.png'}")
     return table_rows
