@@ -3,10 +3,10 @@ and the versions of the stack. A figure without its machine cannot be compared w
 
 from __future__ import annotations
 
-import datetime
 import os
 import platform
 import sys
+import time
 
 BF16_CPU_FLAGS = ("amx_bf16", "amx_tile", "amx_int8", "avx512_bf16", "avx512_vnni", "avx512f", "avx2")
 
@@ -62,6 +62,6 @@ def recorded(report: dict) -> dict:
     stamped = {
         "machine": {**describe(), **(machine if isinstance(machine, dict) else {})},
         "command": "python " + " ".join(sys.argv),
-        "date": datetime.date.today().isoformat(),
+        "date": time.strftime("%Y-%m-%d"),
     }
     return {**stamped, **{key: value for key, value in report.items() if key not in stamped}}
