@@ -24,6 +24,7 @@ from t2t_jax.decode.decoder import (
 )
 from t2t_jax.errors import ConfigError
 from t2t_jax.model.config import ModelConfig
+from t2t_jax.model.precision import resolve_dtype
 from t2t_jax.special_ids import SpecialIds
 from t2t_jax.workdir import Workdir
 
@@ -90,7 +91,7 @@ def load_for_inference(workdir, checkpoint: str = "latest") -> LoadedModel:
     config = json.loads(files.config.read_text())
     if not files.vocabulary.exists():
         raise ConfigError(f"{files.vocabulary} not found: translate needs the run's sentencepiece model")
-    cfg = ModelConfig.from_mapping(config["model"])
+    cfg, _ = resolve_dtype(ModelConfig.from_mapping(config["model"]))  # "auto": this machine's choice
     step, params = load_params(files.root, checkpoint)
     tokenizer = Tokenizer.load(files.vocabulary, SpecialIds.of(cfg))
     return LoadedModel(cfg, jax.device_put(params), tokenizer, config, step)

@@ -17,7 +17,7 @@ from t2t_jax.special_ids import DEFAULT as DEFAULT_IDS
 
 LN_PLACEMENTS = ("post", "pre")
 POSITION_KINDS = ("sinusoidal", "concat", "learned", "none")
-DTYPES = ("float32", "bfloat16")
+DTYPES = ("float32", "bfloat16", "auto")  # auto: chosen where the model runs (precision.resolve_dtype)
 ACTIVATIONS = ("relu", "swish")
 ATTENTION_ALIASES = ("local", "multi_query", "grouped_query")  # dot_product + local_window / kv_heads
 ATTENTION_KINDS = variants.SUBLAYERS  # encoder_self, decoder_self, cross

@@ -9,10 +9,55 @@ f32 accumulation in the backward pass too.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
 import jax.numpy as jnp
+
+BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")  # CPU instructions that make bf16 matmuls faster than float32
+
+
+def cpu_flags() -> set[str]:
+    """The flags /proc/cpuinfo lists (empty where there is none)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                key, _, value = line.partition(":")
+                if key.strip() == "flags":
+                    return set(value.split())
+    except OSError:
+        pass
+    return set()
+
+
+def fast_bf16_matmuls() -> tuple[bool, str]:
+    """(whether the default device multiplies bfloat16 faster than float32, why). TPUs and GPUs with bf16
+    tensor cores (compute capability 8.0 and up) do; a CPU does with AMX or AVX512-BF16, and elsewhere its bf16
+    matmuls are no faster than float32 ones (docs/benchmarks.md)."""
+    backend = jax.default_backend()
+    device = jax.devices()[0]
+    if backend == "tpu":
+        return True, f"a TPU ({device.device_kind})"
+    if backend == "gpu":
+        capability = getattr(device, "compute_capability", None)
+        if capability is None or float(capability) >= 8.0:
+            return True, f"a GPU with bf16 tensor cores ({device.device_kind})"
+        return False, f"a GPU without bf16 tensor cores ({device.device_kind}, compute capability {capability})"
+    found = sorted(set(BF16_CPU_FLAGS) & cpu_flags())
+    if found:
+        return True, f"a CPU with {' and '.join(found)}"
+    return False, "a CPU without AMX or AVX512-BF16, where bf16 matmuls are no faster than float32"
+
+
+def resolve_dtype(cfg):
+    """(``cfg`` with a concrete compute dtype, a line saying which and why): ``model.dtype = "auto"`` becomes
+    bfloat16 where the device has fast bf16 matmuls and float32 elsewhere; an explicit dtype stays."""
+    if cfg.dtype != "auto":
+        return cfg, f"compute dtype {cfg.dtype} (model.dtype)"
+    fast, why = fast_bf16_matmuls()
+    dtype = "bfloat16" if fast else "float32"
+    return dataclasses.replace(cfg, dtype=dtype), f"compute dtype {dtype} (model.dtype = auto): {why}"
 
 
 def einsum(equation: str, a, b, dtype, out_dtype=None):

@@ -190,8 +190,9 @@ def run_ablation(
         raise ConfigError("--base-seeds: at least 1")
     table3 = presets.module("table3")
     base_module, rows = table3.TABLES[table]
+    settings = table3.TABLE_SETTINGS[table] if base_config is None else {}  # the table's own base: as measured
     base_config = base_config or base_module.__name__.rsplit(".", 1)[-1]
-    base_overrides = list(overrides)
+    base_overrides = row_overrides(settings) + list(overrides)
     seed = load_config(base_config, base_overrides).train.seed
     plan = table_plan(rows, seed, base_seeds)
     order = []  # what to train, in rows_spec order (base first, its extra seeds right after)

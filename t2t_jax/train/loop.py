@@ -23,6 +23,7 @@ from t2t_jax.errors import NonFiniteLoss
 from t2t_jax.evaluate.bleu import sacre_bleu
 from t2t_jax.model import Transformer
 from t2t_jax.model.config import ModelConfig
+from t2t_jax.model.precision import resolve_dtype
 from t2t_jax.progress import TrainingProgress, format_duration
 from t2t_jax.train.control import Control
 from t2t_jax.train.cooldown import CooldownPlan, budget_start_seconds
@@ -135,7 +136,9 @@ def train(config, workdir: str, printer=print) -> dict:
     workdir = workdir_path(workdir)
     check_workdir(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    run = Run(config, model_config(config), workdir, printer if lead else (lambda *a, **k: None))
+    cfg, dtype_note = resolve_dtype(model_config(config))  # after initialize: it asks the backend
+    run = Run(config, cfg, workdir, printer if lead else (lambda *a, **k: None))
+    run.say(dtype_note, flush=True)
     run.rebuild()
     check_checkpoint_space(workdir, jax.eval_shape(lambda: create_state(run.cfg, run.tx, config.train.seed)))
     batch_rows(config.data, run.launcher.device_count, jax.process_count(), config.train.accum_steps)  # before data

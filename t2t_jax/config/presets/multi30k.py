@@ -21,7 +21,7 @@ def get_config():
         decoder_layers=3,
         dropout=0.3,
         max_len=128,
-        dtype="bfloat16",
+        dtype="auto",  # bfloat16 where matmuls are faster in it (GPU, TPU, CPUs with AMX), else float32
     )
     c.optimizer.schedule += "*linear_cooldown"  # rsqrt, then linearly to 0 over the last 30 % of train.steps
     c.optimizer.cooldown_fraction = 0.3

@@ -17,7 +17,7 @@ def get_config():
     c.data.dataset = "wmt14_translate/de-en"  # tfds, prepared beforehand (array_record); never downloads here
     c.data.source_lang, c.data.target_lang = "en", "de"
     c.data.spm_max_sentences = 2_000_000  # sentences sampled to learn the shared BPE
-    c.model.update(max_len=512, dtype="bfloat16")  # bf16 matmuls, f32 params/accumulation
+    c.model.update(max_len=512, dtype="auto")  # bf16 matmuls on GPUs/TPUs, f32 params/accumulation
     c.train.log_every = 100
     c.train.eval_every = 2000  # dev NLL on newstest2013
     c.train.bleu_every = 10_000  # dev BLEU (beam 4) on newstest2013 keys the best slot
