@@ -233,6 +233,8 @@ def serve_table(data: dict) -> str:
             for count, entry in concurrent
         ),
         f"| batch translation (`Translator.translate`, the test set at once) | | | {batch['sentences_per_s']:g} |",
+        f"| the `t2t-translate` command on the test set file (warm compilation cache; process start and loading "
+        f"included) | | | {data['translate_command_warm']['sentences_per_s']:g} |",
         f"| scoring (`Translator.score_pairs`, test set and references) | | | {score['sentences_per_s']:g} |",
         f"| sampling (`translate(sample=True, top_k=10)`) | | | {sample['sentences_per_s']:g} |",
     ]
@@ -241,7 +243,8 @@ def serve_table(data: dict) -> str:
         "",
         f"The server's median one-sentence latency is {targets['server_median_latency_over_ctranslate2']:.2f}× "
         f"CTranslate2's in-process call; {data['clients']} concurrent clients get "
-        f"{targets['concurrent_throughput_over_batch_translate']:.2f}× the batch path's sentences/s. "
+        f"{targets['concurrent_throughput_over_translate_command']:.2f}× the sentences/s of the translate command "
+        f"and {targets['concurrent_throughput_over_batch_api']:.2f}× those of the in-process batch path. "
         f"Model: the main job's architecture and config ({data['dtype']}), step {data['step']} "
         f"({data['checkpoint']}), on the {data['test_sentences']} Multi30k test sentences "
         f"({data['latency_requests']} for latency). `{data['command']}`, {data['date']}, "

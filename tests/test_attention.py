@@ -4,6 +4,7 @@ the checks every registered variant goes through are in test_variants.py."""
 import dataclasses
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from variant_checks import check_cached_decoding_is_exact
@@ -94,6 +95,33 @@ def test_additive_equals_numpy_reference_and_works_in_the_model(tiny_config):
     cfg = dataclasses.replace(tiny_config, attention="additive")
     params = init_params(cfg, 0)
     assert params["encoder"]["layer_0"]["self_attn"]["additive_v"].shape == (4, 8)
+
+
+def test_additive_in_key_chunks_equals_the_whole_score_tensor_values_and_gradients():
+    """The chunked scores (keys split into pieces, each rematerialised) are the one-tensor formula, forward and
+    backward, for key lengths below, at and across the chunk size."""
+    from t2t_jax.model import attention_functions as fns
+
+    rng = np.random.default_rng(7)
+    for keys in (5, fns.ADDITIVE_KEY_CHUNK, 2 * fns.ADDITIVE_KEY_CHUNK + 3):
+        q = jnp.asarray(rng.normal(size=(2, 6, 3, 4)), jnp.float32)
+        k = jnp.asarray(rng.normal(size=(2, keys, 3, 4)), jnp.float32)
+        value = jnp.asarray(rng.normal(size=(2, keys, 3, 4)), jnp.float32)
+        w = jnp.asarray(rng.normal(size=(3, 4)), jnp.float32)
+
+        def whole(q, k, value, w):
+            logits = jnp.einsum("bqkhd,hd->bhqk", jnp.tanh(q[:, :, None] + k[:, None]), w)
+            return jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(logits, axis=-1), value)
+
+        def chunked(q, k, value, w):
+            return fns.additive(q, k, value, None, v=w)
+
+        np.testing.assert_allclose(chunked(q, k, value, w), whole(q, k, value, w), rtol=1e-6, atol=1e-6)
+        loss = lambda f: lambda *a: (f(*a) ** 2).sum()  # noqa: E731
+        got = jax.grad(loss(chunked), argnums=(0, 1, 2, 3))(q, k, value, w)
+        want = jax.grad(loss(whole), argnums=(0, 1, 2, 3))(q, k, value, w)
+        for g, h in zip(got, want):
+            np.testing.assert_allclose(g, h, rtol=1e-5, atol=1e-5)
 
 
 def test_relative_with_clip_zero_is_content_attention_plus_a_learned_constant():

@@ -93,13 +93,26 @@ def fused_implementation(dtype) -> str:
     return "cudnn" if half and jax.default_backend() == "gpu" else "xla"
 
 
+ADDITIVE_KEY_CHUNK = 16  # keys per piece of the additive score: the [b, q, chunk, h, d_k] tanh, never [b, q, k, h, d_k]
+
+
 def additive(query, key, value, bias, *, v, dropout_rate=0.0, dropout_rng=None, deterministic=True, dtype="float32"):
     """Additive (Bahdanau) attention per head, the alternative §3.2.1 compares against:
-    e_ij = vᵀ tanh(q_i + k_j) with q, k the projected queries/keys and v a learned [heads, d_k]."""
-    hidden = jnp.tanh(query.astype(jnp.float32)[:, :, None] + key.astype(jnp.float32)[:, None])  # [b, q, k, h, d]
-    logits = jnp.einsum("bqkhd,hd->bhqk", hidden, v)
+    e_ij = vᵀ tanh(q_i + k_j) with q, k the projected queries/keys and v a learned [heads, d_k]. The scores are
+    computed ADDITIVE_KEY_CHUNK keys at a time, each piece rematerialised in the backward pass, so the
+    [b, q, k, h, d_k] tensor is never whole (the same numbers: each score is one key's own sum)."""
+    q32, k32 = query.astype(jnp.float32), key.astype(jnp.float32)
+    chunks = range(0, key.shape[1], ADDITIVE_KEY_CHUNK)
+    pieces = [jax.checkpoint(additive_scores)(q32, k32[:, s : s + ADDITIVE_KEY_CHUNK], v) for s in chunks]
+    logits = pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces, axis=-1)  # [b, h, q, k]
     weights = softmax_weights(logits, bias, dropout_rate, dropout_rng, deterministic)
     return precision.einsum("bhqk,bkhd->bqhd", weights, value, dtype)
+
+
+def additive_scores(query, key, v):
+    """[b, h, q, k] scores vᵀ tanh(q_i + k_j) of float32 query [b, q, h, d] and key [b, k, h, d]."""
+    hidden = jnp.tanh(query[:, :, None] + key[:, None])  # [b, q, k, h, d]
+    return jnp.einsum("bqkhd,hd->bhqk", hidden, v)
 
 
 def relative(
