@@ -8,7 +8,7 @@ examples; ``t2t_jax.train`` is the training package), ``Translator.from_workdir(
 ``Transformer`` / ``ModelConfig`` for your own loop.
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "ModelConfig",
