@@ -245,8 +245,9 @@ def serve_table(data: dict) -> str:
         f"CTranslate2's in-process call; {data['clients']} concurrent clients get "
         f"{targets['concurrent_throughput_over_translate_command']:.2f}× the sentences/s of the translate command "
         f"and {targets['concurrent_throughput_over_batch_api']:.2f}× those of the in-process batch path. "
-        f"Model: the main job's architecture and config ({data['dtype']}), step {data['step']} "
-        f"({data['checkpoint']}), on the {data['test_sentences']} Multi30k test sentences "
+        f"Model: the main job's architecture and config ({data['dtype']}), a short run: step {data['step']} "
+        f"({data['checkpoint']}, test sacreBLEU {batch['sacrebleu']:.2f}; every engine here decodes the same "
+        f"lengths from it), on the {data['test_sentences']} Multi30k test sentences "
         f"({data['latency_requests']} for latency). `{data['command']}`, {data['date']}, "
         f"{machine_line(data['machine'])}.",
     ]

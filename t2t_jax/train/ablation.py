@@ -102,8 +102,9 @@ def _refuse_changes(row, base_config, source, workdir, differences) -> None:
         )
 
 
-def run_row(row, base_config, overrides, workdir, say, changes="-", position="", paper_row=None):
-    """Train one row (``overrides`` from row_settings) or take its finished result; returns the result.
+def run_row(row, base_config, overrides, workdir, say, changes="-", position="", paper_row=None, table_overrides=()):
+    """Train one row (``overrides`` from row_settings, after the table's own ``table_overrides``, which its
+    resolved config records but its settings do not) or take its finished result; returns the result.
     Progress lines go to ``say`` prefixed with the row and ``position`` ("2/5"). A finished row counts only
     if both its command-line settings and its whole resolved run config are what this command gives now:
     a table resumed across invocations must not mix rows of two versions of the base recipe."""
@@ -112,7 +113,7 @@ def run_row(row, base_config, overrides, workdir, say, changes="-", position="",
 
     workdir = pathlib.Path(workdir)
     settings = {"base_config": base_config, "overrides": overrides}
-    config = load_config(base_config, overrides)
+    config = load_config(base_config, [*table_overrides, *overrides])
     now = flat_config(config.to_dict())
     done, started = workdir / ROW_FILE, Workdir(workdir).config
     if done.exists():
@@ -192,8 +193,8 @@ def run_ablation(
     base_module, rows = table3.TABLES[table]
     settings = table3.TABLE_SETTINGS[table] if base_config is None else {}  # the table's own base: as measured
     base_config = base_config or base_module.__name__.rsplit(".", 1)[-1]
-    base_overrides = row_overrides(settings) + list(overrides)
-    seed = load_config(base_config, base_overrides).train.seed
+    table_overrides, base_overrides = row_overrides(settings), list(overrides)
+    seed = load_config(base_config, table_overrides + base_overrides).train.seed
     plan = table_plan(rows, seed, base_seeds)
     order = []  # what to train, in rows_spec order (base first, its extra seeds right after)
     for row in select_rows(rows_spec, rows):
@@ -207,7 +208,9 @@ def run_ablation(
     def run(row, position):
         delta, changes, paper_row = plan[row]
         row_overrides_now = row_settings(base_overrides + delta, steps, bleu_sentences)
-        results[row] = run_row(row, base_config, row_overrides_now, workdir / row, say, changes, position, paper_row)
+        results[row] = run_row(
+            row, base_config, row_overrides_now, workdir / row, say, changes, position, paper_row, table_overrides
+        )
 
     for row in plan:  # finished rows not named in rows_spec: read back (never trained) if this run matches
         if row not in order and (workdir / row / ROW_FILE).exists():
