@@ -144,8 +144,11 @@ def test_stale_directory_is_one_error_naming_what_changed(tmp_path):
     config = corpus_config(tmp_path, extra=[f"--config.data.tokenized_dir={tmp_path / 'shared'}"])
     preprocess(config, tmp_path / "shared", **QUIET)  # the current sources...
     os.utime(tmp_path / "dev.de", ns=(1, 1))
+    make_data(config, tmp_path / "work2", **QUIET)  # ...then one touched (as a copy would): the same bytes, kept
+    text = (tmp_path / "dev.de").read_text()
+    (tmp_path / "dev.de").write_text(text.replace("w", "v", 1))  # the same size, another content
     with pytest.raises(DataError, match=r"dev\.de has changed since .*shared was preprocessed \(modified after"):
-        make_data(config, tmp_path / "work2", **QUIET)  # ...then one touched
+        make_data(config, tmp_path / "work3", **QUIET)
 
 
 def test_workdir_vocabulary_must_be_the_tokenized_one(tmp_path):

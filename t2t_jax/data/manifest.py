@@ -1,8 +1,8 @@
 """Whether a tokenized directory (data/records.py) may be used for a config: one error naming what differs.
 
 A manifest is reused only when it was written for the same dataset, direction and vocabulary settings, from
-the same source files (path, size, modification time) or the same tfds split, and its vocabulary file is
-the one it records.  Anything else would train silently on stale data.
+the same source files (path, size, and modification time or, when that moved, the same sha256) or the same
+tfds split, and its vocabulary file is the one it records.  Anything else would train silently on stale data.
 """
 
 from __future__ import annotations
@@ -67,5 +67,6 @@ def _check_source(split, then, now, directory, redo) -> None:
                 f"{new['path']} has changed since {directory} was preprocessed ({old['bytes']:,} -> "
                 f"{new['bytes']:,} bytes){redo}"
             )
-        if old["mtime_ns"] != new["mtime_ns"]:
+        if old["mtime_ns"] != new["mtime_ns"] and old.get("sha256") != records.file_sha256(new["path"]):
+            # a new modification time alone (a copy, a checkout) is not a change when the bytes are the same
             raise DataError(f"{new['path']} has changed since {directory} was preprocessed (modified after it){redo}")

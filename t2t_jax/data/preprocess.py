@@ -71,6 +71,8 @@ def preprocess(config, out, *, vocabulary=None, workers: int = 0, shard_pairs: i
 def _build(config, directory, vocabulary, workers, shard_pairs, log) -> dict:
     """Vocabulary and every tokenized split written into ``directory``; the manifest (not yet written)."""
     sources = {split: describe_split(config, split) for split in TOKENIZED_SPLITS}
+    for entry in (f for split in sources.values() for f in split.get("files", [])):
+        entry["sha256"] = records.file_sha256(entry["path"])  # a copy with new times is still these sources
     tokenizer, vocab_info = _vocabulary(config, vocabulary, directory, log)
     dtype = records.record_dtype(tokenizer.vocab_size)
     splits = {
