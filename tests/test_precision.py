@@ -66,3 +66,16 @@ def test_training_logs_the_choice_and_decoding_makes_its_own(monkeypatch, tmp_pa
     assert load_for_inference(workdir).cfg.dtype == "bfloat16"  # still "as if with AMX"
     monkeypatch.setattr(precision, "cpu_flags", lambda: {"avx2"})  # the workdir read on a CPU without them
     assert load_for_inference(workdir).cfg.dtype == "float32"
+
+
+def test_a_transformer_built_from_an_auto_config_runs_in_this_machine_s_dtype(monkeypatch):
+    import jax
+    import jax.numpy as jnp
+
+    from t2t_jax.model import Transformer
+
+    monkeypatch.setattr(precision, "cpu_flags", lambda: {"avx2"})
+    model = Transformer(CFG)
+    assert model.config.dtype == "float32"
+    tokens = jnp.ones((1, 4), jnp.int32)
+    assert jax.eval_shape(lambda: model.init(jax.random.PRNGKey(0), tokens, tokens))  # no "data type 'auto'"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import flax.linen as nn
 import jax.numpy as jnp
 
-from t2t_jax.model import decode_cache, masks
+from t2t_jax.model import decode_cache, masks, precision
 from t2t_jax.model.attention import MultiHeadAttention
 from t2t_jax.model.config import ModelConfig
 from t2t_jax.model.decode_cache import DecodeStep
@@ -114,6 +114,11 @@ class Transformer(nn.Module):
     """encode(inputs) -> memory; decode(memory, targets) -> logits; __call__ = both."""
 
     config: ModelConfig
+
+    def __post_init__(self):
+        if self.config.dtype == "auto":  # a config straight from a recipe: this machine's compute dtype
+            object.__setattr__(self, "config", precision.resolve_dtype(self.config)[0])
+        super().__post_init__()
 
     def setup(self):
         self.embed = SharedEmbedding(self.config)
