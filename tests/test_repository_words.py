@@ -14,7 +14,7 @@ WORDS = re.compile(
             r"\bsessions?\b",  # units of work time
             r"\bworktrees?\b",
             r"(?<!TPU )(?<!preemptible )\bVMs?\b",  # a machine of the day (cloud products keep their names)
-            r"/work/",  # paths of the machine the code was written on
+            "/" + "work/",  # absolute paths of one machine's disk (written split so this line is not one)
             r"(?<![\w&/#])#\d{1,4}\b",  # tracker references: a hash and a number
             r"\bissues?[ _-]?#?\d+",
             r"\btickets?\b",
