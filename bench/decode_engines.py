@@ -34,7 +34,7 @@ from bench.machine import recorded  # noqa: E402
 from t2t_jax.checkpoint.params import load_params  # noqa: E402
 from t2t_jax.data.sources import split_text  # noqa: E402
 from t2t_jax.decode.decoder import decode_length  # noqa: E402
-from t2t_jax.decode.translate import load_for_inference, translate_texts  # noqa: E402
+from t2t_jax.decode.translate import DecodeOptions, load_for_inference, translate_texts  # noqa: E402
 from t2t_jax.evaluate.bleu import sacre_bleu  # noqa: E402
 from t2t_jax.export.ctranslate2 import export_ctranslate2  # noqa: E402
 from t2t_jax.export.marian import export_marian, hf_length_penalty  # noqa: E402
@@ -160,11 +160,12 @@ def main():
 
     def ours(beam):
         """Timed on a second run: the first compiles each batch shape (its time is reported apart)."""
+        options = DecodeOptions(beam)
         start = time.perf_counter()
-        translate_texts(sources, model.tokenizer, model.params, model.cfg, beam=beam, log=lambda *_: None)
+        translate_texts(sources, model.tokenizer, model.params, model.cfg, options, log=lambda *_: None)
         report[f"t2t_jax_beam{beam}_first_run_seconds"] = round(time.perf_counter() - start, 2)
         start = time.perf_counter()
-        result = translate_texts(sources, model.tokenizer, model.params, model.cfg, beam=beam, log=lambda *_: None)
+        result = translate_texts(sources, model.tokenizer, model.params, model.cfg, options, log=lambda *_: None)
         return result.best, result.stats.tokens, time.perf_counter() - start
 
     with tempfile.TemporaryDirectory() as scratch:

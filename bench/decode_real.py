@@ -20,7 +20,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from bench.machine import recorded  # noqa: E402
 from t2t_jax.data.text import read_lines  # noqa: E402
-from t2t_jax.decode.translate import load_for_inference, translate_texts  # noqa: E402
+from t2t_jax.decode.translate import DecodeOptions, load_for_inference, translate_texts  # noqa: E402
 from t2t_jax.model import decode_cache  # noqa: E402
 
 
@@ -49,9 +49,8 @@ def main():
     outputs = []
     for _ in range(2):
         start = time.perf_counter()
-        translations = translate_texts(
-            texts, model.tokenizer, model.params, model.cfg, beam=args.beam, log=lambda *_: None
-        )
+        options = DecodeOptions(beam=args.beam)
+        translations = translate_texts(texts, model.tokenizer, model.params, model.cfg, options, log=lambda *_: None)
         report["runs"].append({"seconds": time.perf_counter() - start, "target_tokens": translations.stats.tokens})
         outputs.append(translations.best)
     report["runs_agree"] = outputs[0] == outputs[1]

@@ -24,7 +24,7 @@ import ml_collections  # noqa: E402
 from bench.machine import recorded  # noqa: E402
 from t2t_jax.checkpoint.params import load_params  # noqa: E402
 from t2t_jax.data.sources import split_text  # noqa: E402
-from t2t_jax.decode.translate import load_for_inference, translate_texts  # noqa: E402
+from t2t_jax.decode.translate import DecodeOptions, load_for_inference, translate_texts  # noqa: E402
 from t2t_jax.evaluate.bleu import sacre_bleu  # noqa: E402
 from t2t_jax.export.marian import export_marian  # noqa: E402
 from t2t_jax.workdir import Workdir  # noqa: E402
@@ -64,7 +64,7 @@ def main():
         runs = {
             "t2t_beam4_alpha0.6": lambda: translate_texts(sources, model.tokenizer, model.params, model.cfg).best,
             "t2t_beam4_alpha0": lambda: (
-                translate_texts(sources, model.tokenizer, model.params, model.cfg, alpha=0.0).best
+                translate_texts(sources, model.tokenizer, model.params, model.cfg, DecodeOptions(alpha=0.0)).best
             ),
             f"hf_generate_defaults_p{generation['length_penalty']}": lambda: hf_translate(f"{scratch}/hf", sources),
             "hf_generate_p0.6": lambda: hf_translate(f"{scratch}/hf", sources, length_penalty=0.6),

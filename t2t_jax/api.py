@@ -14,6 +14,7 @@ from typing import Any
 
 from t2t_jax.decode.translate import (
     TOKENS_PER_BATCH,
+    DecodeOptions,
     LoadedModel,
     Sampling,
     Translations,
@@ -108,19 +109,11 @@ class Translator:
         ``t2t_jax.progress.Meter("translate")``. ``fit_rows``: batches no larger than the lines need (lower
         latency for a few lines; more shapes to compile). The names are the command's flags and the server's
         JSON keys."""
+        sampling = Sampling(temperature, top_k, top_p, seed) if sample else None
+        options = DecodeOptions(beam, alpha, nbest, tokens_per_batch, sampling, fit_rows)
+        model = self.model
         return translate_texts(
-            list(texts),
-            self.model.tokenizer,
-            self.model.params,
-            self.model.cfg,
-            beam=beam,
-            alpha=alpha,
-            nbest=nbest,
-            tokens_per_batch=tokens_per_batch,
-            log=lambda *_: None,
-            progress=progress,
-            sampling=Sampling(temperature, top_k, top_p, seed) if sample else None,
-            fit_rows=fit_rows,
+            list(texts), model.tokenizer, model.params, model.cfg, options, log=lambda *_: None, progress=progress
         )
 
     def score(self, sources, references, *, beam: int = 4, alpha: float = 0.6) -> Scores:

@@ -10,7 +10,7 @@ from export_models import CFG, trained_params
 from numpy_reference import logits as reference_logits
 
 from t2t_jax.decode.decoder import translate_ids
-from t2t_jax.decode.search import beam_search
+from t2t_jax.decode.search import SearchLoop, beam_search
 
 
 def log_softmax(x):
@@ -80,7 +80,7 @@ def test_beam_search_over_a_random_markov_model_equals_a_plain_python_beam_searc
         previous = jnp.repeat(jnp.asarray(first), beam) if cache is None else tokens
         return jnp.asarray(table)[previous, index], jnp.zeros((batch * beam,)) if cache is None else cache
 
-    seqs, scores = beam_search(step_fn, batch, beam, alpha, jnp.asarray(max_lengths), max_len, eos_id=1)
+    seqs, scores = beam_search(SearchLoop(step_fn, batch, jnp.asarray(max_lengths), max_len, eos_id=1), beam, alpha)
     seqs, scores = np.asarray(seqs), np.asarray(scores)
     for b in range(batch):
 

@@ -12,7 +12,7 @@ import pytest
 from test_data import SHARED_DATA
 
 from t2t_jax.decode.decoder import translate_ids, translate_uncached
-from t2t_jax.decode.search import beam_search, greedy_search, length_penalty
+from t2t_jax.decode.search import SearchLoop, beam_search, greedy_search, length_penalty
 from t2t_jax.evaluate.bleu import paper_bleu, paper_tokenize, sacre_bleu, split_compounds
 from t2t_jax.model import ModelConfig
 from t2t_jax.train.state import init_params
@@ -106,16 +106,14 @@ def test_beam_search_of_one_hypothesis_is_greedy_search_at_alpha_zero(params):
     """``beam=1`` runs greedy_search; beam_search with k = 1 finds the same translations and scores when
     α = 0 (with α > 0 it may keep extending the best non-EOS candidate: see search.py)."""
     from t2t_jax.decode import decoder
-    from t2t_jax.decode.search import beam_search, greedy_search
 
     src = sources(seed=1)
     model = decoder.Transformer(CFG)
     segments, encoded, max_len, max_lengths = decoder._encode(model, params, src, CFG)
     step, reorder, _ = decoder._cached_step(model, params, encoded, segments, max_len, 1)
-    greedy, greedy_score = greedy_search(step, len(src), max_lengths, max_len, CFG.eos_id, CFG.pad_id)
-    beam, beam_score = beam_search(
-        step, len(src), 1, 0.0, max_lengths, max_len, CFG.eos_id, CFG.pad_id, reorder_fn=reorder
-    )
+    loop = SearchLoop(step, len(src), max_lengths, max_len, CFG.eos_id, CFG.pad_id, reorder_fn=reorder)
+    greedy, greedy_score = greedy_search(loop)
+    beam, beam_score = beam_search(loop, beam=1, alpha=0.0)
     np.testing.assert_array_equal(np.asarray(beam)[:, 0], np.asarray(greedy))
     np.testing.assert_allclose(np.asarray(beam_score)[:, 0], np.asarray(greedy_score), rtol=1e-5)
     np.testing.assert_array_equal(np.asarray(translate_ids(params, src, cfg=CFG, beam=1)[0])[:, 0], np.asarray(greedy))
@@ -161,12 +159,11 @@ TABLE = [
 
 
 def test_beam_finds_known_best_with_exact_score():
-    seqs, scores = beam_search(
-        table_step(TABLE), batch=1, beam=2, alpha=0.6, max_lengths=jnp.asarray([6]), max_len=6, eos_id=1
-    )
+    loop = SearchLoop(table_step(TABLE), batch=1, max_lengths=jnp.asarray([6]), max_len=6, eos_id=1)
+    seqs, scores = beam_search(loop, beam=2, alpha=0.6)
     assert list(np.asarray(seqs)[0, 0, :2]) == [3, 1]
     assert float(scores[0, 0]) == pytest.approx((math.log(0.4) + math.log(0.9)) / ((5 + 2) / 6) ** 0.6, rel=1e-5)
-    greedy, _ = greedy_search(table_step(TABLE), 1, jnp.asarray([6]), 6, eos_id=1)
+    greedy, _ = greedy_search(loop)
     assert int(greedy[0, 0]) == 2  # greedy commits to the locally best token
 
 
@@ -175,9 +172,8 @@ def test_alpha_changes_the_winner():
     short_score = math.log(0.5)  # [EOS], length 1
     long_score = math.log(0.5) + math.log(0.9)  # [2, EOS], length 2
     for alpha, expected in [(0.0, [1]), (1.0, [2, 1])]:
-        seqs, scores = beam_search(
-            table_step(table), batch=1, beam=2, alpha=alpha, max_lengths=jnp.asarray([5]), max_len=5, eos_id=1
-        )
+        loop = SearchLoop(table_step(table), batch=1, max_lengths=jnp.asarray([5]), max_len=5, eos_id=1)
+        seqs, scores = beam_search(loop, beam=2, alpha=alpha)
         assert trimmed(np.asarray(seqs)[0, 0]) == expected
         best = max(short_score / float(length_penalty(1, alpha)), long_score / float(length_penalty(2, alpha)))
         assert float(scores[0, 0]) == pytest.approx(best, rel=1e-5)
@@ -239,7 +235,7 @@ def test_a_models_own_special_ids_reach_its_tokenizer_and_batches(tmp_path):
     from t2t_jax.checkpoint.params import save_params
     from t2t_jax.config import default_config
     from t2t_jax.data.tokenizer import train_tokenizer
-    from t2t_jax.decode.translate import load_for_inference, translate_texts
+    from t2t_jax.decode.translate import DecodeOptions, load_for_inference, translate_texts
     from t2t_jax.special_ids import SpecialIds
     from t2t_jax.workdir import Workdir
 
@@ -257,7 +253,8 @@ def test_a_models_own_special_ids_reach_its_tokenizer_and_batches(tmp_path):
     model = load_for_inference(work.root)
     assert model.tokenizer.ids == ids
     lines = ["Zwei Hunde spielen im Schnee.", "Ein Mann."]
-    together = translate_texts(lines, model.tokenizer, model.params, model.cfg, beam=2, tokens_per_batch=64)
+    options = DecodeOptions(beam=2, tokens_per_batch=64)
+    together = translate_texts(lines, model.tokenizer, model.params, model.cfg, options)
     for line, got in zip(lines, together.best):  # the reference: each sentence unpadded, alone
         ids = model.tokenizer.encode(line)[None]
         alone = np.asarray(translate_ids(model.params, ids, cfg=model.cfg, beam=2)[0])[0, 0]

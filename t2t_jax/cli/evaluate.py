@@ -31,8 +31,8 @@ def main(argv=None):
     quiet_libraries()
     use_compilation_cache(args.workdir)
     from t2t_jax.data.sources import split_text
-    from t2t_jax.decode.translate import load_for_inference
-    from t2t_jax.evaluate.report import evaluate_texts
+    from t2t_jax.decode.translate import DecodeOptions, load_for_inference, translate_texts
+    from t2t_jax.evaluate.report import write_report
     from t2t_jax.progress import Meter
 
     files = Workdir(args.workdir)
@@ -45,18 +45,18 @@ def main(argv=None):
         sources, references = read_parallel(args.src, args.ref, training=False)
     model = load_for_inference(args.workdir, args.checkpoint)
     name = args.name or args.split or pathlib.Path(args.src).name
-    report = evaluate_texts(
-        sources,
+    options = DecodeOptions(beam=args.beam, alpha=args.alpha)
+    meter = Meter(f"evaluate {name}", unit="sentences")
+    translations = translate_texts(sources, model.tokenizer, model.params, model.cfg, options, progress=meter)
+    report = write_report(
+        translations.best,
         references,
-        model.tokenizer,
-        model.params,
-        model.cfg,
+        translations.stats,
         target_lang=config["data"]["target_lang"],
         beam=args.beam,
         alpha=args.alpha,
         out_dir=Workdir(args.workdir).eval,
         name=f"{name}.{args.checkpoint}",
-        progress=Meter(f"evaluate {name}", unit="sentences"),
     )
     print(
         f"checkpoint {args.checkpoint} (step {model.step}) on {name}: sacreBLEU {report['sacrebleu']['score']:.2f} "

@@ -47,7 +47,14 @@ def main(argv=None):
     quiet_libraries()
     use_compilation_cache(workdir)
     from t2t_jax.decode.decoder import check_beam, check_sampling
-    from t2t_jax.decode.translate import TOKENS_PER_BATCH, Sampling, load_ensemble, load_for_inference, translate_texts
+    from t2t_jax.decode.translate import (
+        TOKENS_PER_BATCH,
+        DecodeOptions,
+        Sampling,
+        load_ensemble,
+        load_for_inference,
+        translate_texts,
+    )
     from t2t_jax.progress import Meter
 
     sampling = Sampling(args.temperature, args.top_k, args.top_p, args.seed) if args.sample else None
@@ -63,18 +70,15 @@ def main(argv=None):
     texts = read_lines(args.input) if args.input else _stdin_lines()
     model = load_ensemble(args.ensemble) if args.ensemble else load_for_inference(args.workdir, args.checkpoint)
     meter = Meter("translate", unit="sentences")  # stderr: a live bar on a terminal, lines in a log
+    options = DecodeOptions(args.beam, args.alpha, args.nbest, args.tokens_per_batch or TOKENS_PER_BATCH, sampling)
     translations = translate_texts(
         texts,
         model.tokenizer,
         model.params,
         model.cfg,
-        beam=args.beam,
-        alpha=args.alpha,
-        nbest=args.nbest,
-        tokens_per_batch=args.tokens_per_batch or TOKENS_PER_BATCH,
+        options,
         log=lambda m: print(m, file=sys.stderr),
         progress=meter,
-        sampling=sampling,
     )
     meter.close()
     lines = [

@@ -5,12 +5,11 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import threading
-from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from t2t_jax.decode.search import beam_search, greedy_search, sampling_search
+from t2t_jax.decode.search import SearchLoop, beam_search, greedy_search, sampling_search
 from t2t_jax.errors import ConfigError
 from t2t_jax.model import Transformer, decode_cache
 from t2t_jax.model.attention import MultiHeadAttention
@@ -74,47 +73,12 @@ def _first_cache(step, params, encoded, cfg: ModelConfig, rows: int):
     return decode_cache.start(shapes, cross)
 
 
-class CachedSearch(NamedTuple):
-    """What a search over cached decoder steps needs: the step, how caches follow the surviving hypotheses and
-    grow between phases, the cache step 0 would build, and the phases' step bounds."""
-
-    step: Any
-    reorder: Any
-    grow: Any
-    first: Any
-    phases: tuple
-
-
-def _search(search: CachedSearch, cfg: ModelConfig, batch, max_lengths, max_len: int, beam: int, alpha, nbest: int):
+def _search(loop: SearchLoop, beam: int, alpha, nbest: int):
     """Greedy search for beam 1, else beam search; (tokens [batch, beam or 1, L], scores [batch, beam or 1])."""
     if beam == 1:
-        tokens, score = greedy_search(
-            search.step,
-            batch,
-            max_lengths,
-            max_len,
-            cfg.eos_id,
-            cfg.pad_id,
-            phases=search.phases,
-            grow_fn=search.grow,
-            first_cache=search.first,
-        )
+        tokens, score = greedy_search(loop)
         return tokens[:, None], score[:, None]
-    return beam_search(
-        search.step,
-        batch,
-        beam,
-        alpha,
-        max_lengths,
-        max_len,
-        cfg.eos_id,
-        cfg.pad_id,
-        nbest=nbest,
-        reorder_fn=search.reorder,
-        phases=search.phases,
-        grow_fn=search.grow,
-        first_cache=search.first,
-    )
+    return beam_search(loop, beam, alpha, nbest)
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest"))
@@ -123,19 +87,18 @@ def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: flo
     (summed log-probs, no length penalty: with one hypothesis there is nothing to rank). The first ``nbest``
     hypotheses are exact."""
     check_beam(beam, nbest)
-    search, max_lengths, max_len = _model_search(params, inputs, cfg, beam)
-    return _search(search, cfg, inputs.shape[0], max_lengths, max_len, beam, alpha, nbest)
+    return _search(_model_search(params, inputs, cfg, beam), beam, alpha, nbest)
 
 
-def _model_search(params, inputs, cfg: ModelConfig, beam: int):
-    """(CachedSearch, per-sentence length limits, static output length) of one model over ``inputs``."""
+def _model_search(params, inputs, cfg: ModelConfig, beam: int) -> SearchLoop:
+    """The searches' loop over one model's cached steps for ``inputs``."""
     model = Transformer(cfg)
     segments, encoded, max_len, max_lengths = _encode(model, params, inputs, cfg)
     rows = inputs.shape[0] * beam
     phases = decode_cache.phases(cfg, inputs.shape[0], beam, max_len)
     step, reorder, grow = _cached_step(model, params, encoded, segments, phases[0], beam)
     first = _first_cache(step, params, encoded, cfg, rows)
-    return CachedSearch(step, reorder, grow, first, phases), max_lengths, max_len
+    return SearchLoop(step, inputs.shape[0], max_lengths, max_len, cfg.eos_id, cfg.pad_id, phases, grow, first, reorder)
 
 
 @functools.partial(jax.jit, static_argnames=("cfgs", "beam", "alpha", "nbest"))
@@ -169,8 +132,8 @@ def ensemble_ids(params, inputs, *, cfgs: tuple, beam: int = 4, alpha: float = 0
         return tuple(part[2](cache, length) for part, cache in zip(parts, caches))
 
     first = tuple(_first_cache(one, p, e[1], c, batch * beam) for one, p, e, c in zip(steps, params, encodings, cfgs))
-    search = CachedSearch(step, reorder, grow, first, phases)
-    return _search(search, cfgs[0], batch, max_lengths, max_len, beam, alpha, nbest)
+    loop = SearchLoop(step, batch, max_lengths, max_len, cfgs[0].eos_id, cfgs[0].pad_id, phases, grow, first, reorder)
+    return _search(loop, beam, alpha, nbest)
 
 
 def check_ensemble(cfgs) -> None:
@@ -190,22 +153,8 @@ def sample_ids(params, inputs, keys, *, cfg: ModelConfig, temperature: float = 1
     """One sampled translation per row: token ids [batch, 1, L] and the model's log-probs [batch, 1] of them.
     ``keys`` [batch] PRNG keys, one per row (search.sampling_search)."""
     check_sampling(temperature, top_k, top_p)
-    search, max_lengths, max_len = _model_search(params, inputs, cfg, beam=1)
-    tokens, score = sampling_search(
-        search.step,
-        inputs.shape[0],
-        max_lengths,
-        max_len,
-        cfg.eos_id,
-        keys,
-        temperature=temperature,
-        top_k=top_k,
-        top_p=top_p,
-        start_id=cfg.pad_id,
-        phases=search.phases,
-        grow_fn=search.grow,
-        first_cache=search.first,
-    )
+    loop = _model_search(params, inputs, cfg, beam=1)
+    tokens, score = sampling_search(loop, keys, temperature=temperature, top_k=top_k, top_p=top_p)
     return tokens[:, None], score[:, None]
 
 
@@ -248,10 +197,7 @@ def translate_uncached(params, inputs, *, cfg: ModelConfig, beam: int = 1, alpha
         )
         return logits[:, index], generated
 
-    if beam == 1:
-        tokens, score = greedy_search(step, batch, max_lengths, max_len, cfg.eos_id, cfg.pad_id)
-        return tokens[:, None], score[:, None]
-    return beam_search(step, batch, beam, alpha, max_lengths, max_len, cfg.eos_id, cfg.pad_id, nbest=nbest)
+    return _search(SearchLoop(step, batch, max_lengths, max_len, cfg.eos_id, cfg.pad_id), beam, alpha, nbest)
 
 
 _COMPILED: dict = {}  # (rows, length, cfg, beam, alpha, nbest, params placement) -> Future of the compiled program

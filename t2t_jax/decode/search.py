@@ -1,8 +1,8 @@
 """Greedy and beam search over a generic step function, all inside ``lax.while_loop``.
 
-``step_fn(cache, tokens [rows], index) -> (logits [rows, vocab], cache)``; ``cache`` is
-None on the first call (which creates it), so step 0 runs before the loop and the
-loop carries a cache of fixed structure — unless the search is given ``first_cache``,
+Every search takes a ``SearchLoop``: ``step_fn(cache, tokens [rows], index) -> (logits [rows, vocab], cache)``;
+``cache`` is None on the first call (which creates it), so step 0 runs before the loop and the
+loop carries a cache of fixed structure — unless the loop is given ``first_cache``,
 the cache step 0 would find: then step 0 is the loop's first iteration and the
 program holds one copy of the step fewer to compile.  Sequences hold generated tokens only
 (the start token is implicit); ``max_lengths`` [batch] caps each sentence
@@ -53,88 +53,84 @@ def length_penalty(length, alpha: float):
     return ((5.0 + jnp.asarray(length, jnp.float32)) / 6.0) ** alpha
 
 
-def _start(step_fn, advance, state, first_tokens, first_cache) -> LoopCarry:
+class SearchLoop(NamedTuple):
+    """What every search loops over: the model's step and cache plumbing, the batch and its length limits.
+    ``phases`` / ``grow_fn``: see ``run_loop``; ``first_cache``: see the module docstring; ``reorder_fn(cache,
+    source_beams [batch, beam])`` makes a beam search's cache follow the surviving hypotheses."""
+
+    step_fn: Any
+    batch: int
+    max_lengths: Any  # [batch] int32: each sentence's cap (source length + 50, §6.1)
+    max_len: int  # static: the longest output
+    eos_id: int
+    start_id: int = 0  # the start token, also written after EOS (= pad)
+    phases: tuple | None = None
+    grow_fn: Any = None
+    first_cache: Any = None
+    reorder_fn: Any = None  # None: gather_rows
+
+
+def _start(loop: SearchLoop, advance, state, first_tokens) -> LoopCarry:
     """The loop's first carry: after step 0 run here (``first_cache`` None: the step creates the cache),
     or before step 0, which the loop then runs."""
-    if first_cache is None:
-        logits, cache = step_fn(None, first_tokens, 0)
+    if loop.first_cache is None:
+        logits, cache = loop.step_fn(None, first_tokens, 0)
         return advance(state, cache, logits)
-    return LoopCarry(state, first_cache, first_tokens)
+    return LoopCarry(state, loop.first_cache, first_tokens)
 
 
-def greedy_search(
-    step_fn,
-    batch: int,
-    max_lengths,
-    max_len: int,
-    eos_id: int,
-    start_id: int = 0,
-    phases=None,
-    grow_fn=None,
-    first_cache=None,
-):
-    """(tokens [batch, max_len], summed log-probs [batch]); positions after EOS hold ``start_id`` (= pad).
-    ``phases`` / ``grow_fn``: see ``run_loop``; ``first_cache``: see the module docstring."""
+def _run(loop: SearchLoop, cond, advance, carry: LoopCarry) -> LoopCarry:
+    """Step and advance while ``cond``, in the loop's phases."""
+
+    def body(carry: LoopCarry):
+        logits, cache = loop.step_fn(carry.cache, carry.last, carry.state.t)
+        return advance(carry.state, cache, logits)
+
+    return run_loop(cond, body, carry, loop.phases or (loop.max_len,), loop.grow_fn)
+
+
+def greedy_search(loop: SearchLoop):
+    """(tokens [batch, max_len], summed log-probs [batch]); positions after EOS hold ``start_id`` (= pad)."""
 
     def most_likely(logits, _t):
-        logp, choice = log_softmax_top_k(logits[:, None], jnp.zeros((batch, 1)), 1)
+        logp, choice = log_softmax_top_k(logits[:, None], jnp.zeros((loop.batch, 1)), 1)
         return choice[:, 0], logp[:, 0]
 
-    return _token_by_token(
-        step_fn, most_likely, batch, max_lengths, max_len, eos_id, start_id, phases, grow_fn, first_cache
-    )
+    return _token_by_token(loop, most_likely)
 
 
-def _token_by_token(step_fn, choose, batch, max_lengths, max_len, eos_id, start_id, phases, grow_fn, first_cache):
+def _token_by_token(loop: SearchLoop, choose):
     """One hypothesis per row, extended by ``choose(logits [batch, vocab] float32, t) -> (tokens [batch],
     their log-probs [batch])`` until every row has ended (EOS or its length limit)."""
+    batch, start_id = loop.batch, loop.start_id
 
     def advance(state: GreedyState, cache, logits) -> LoopCarry:
         choice, logp = choose(logits.astype(jnp.float32), state.t)
         choice = jnp.where(state.finished, start_id, choice)
         score = state.score + jnp.where(state.finished, 0.0, logp)
         tokens = state.tokens.at[:, state.t].set(choice)
-        finished = state.finished | (choice == eos_id) | (state.t + 1 >= max_lengths)
+        finished = state.finished | (choice == loop.eos_id) | (state.t + 1 >= loop.max_lengths)
         return LoopCarry(GreedyState(state.t + 1, tokens, finished, score), cache, choice)
 
-    empty = jnp.full((batch, max_len), start_id, jnp.int32)
+    empty = jnp.full((batch, loop.max_len), start_id, jnp.int32)
     state = GreedyState(0, empty, jnp.zeros((batch,), bool), jnp.zeros((batch,)))
-    carry = _start(step_fn, advance, state, jnp.full((batch,), start_id, jnp.int32), first_cache)
+    carry = _start(loop, advance, state, jnp.full((batch,), start_id, jnp.int32))
 
     def cond(carry: LoopCarry):
-        return (carry.state.t < max_len) & ~jnp.all(carry.state.finished)
+        return (carry.state.t < loop.max_len) & ~jnp.all(carry.state.finished)
 
-    def body(carry: LoopCarry):
-        logits, cache = step_fn(carry.cache, carry.last, carry.state.t)
-        return advance(carry.state, cache, logits)
-
-    final = run_loop(cond, body, carry, phases or (max_len,), grow_fn).state
+    final = _run(loop, cond, advance, carry).state
     return final.tokens, final.score
 
 
-def sampling_search(
-    step_fn,
-    batch: int,
-    max_lengths,
-    max_len: int,
-    eos_id: int,
-    keys,
-    *,
-    temperature: float = 1.0,
-    top_k: int = 0,
-    top_p: float = 1.0,
-    start_id: int = 0,
-    phases=None,
-    grow_fn=None,
-    first_cache=None,
-):
+def sampling_search(loop: SearchLoop, keys, *, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0):
     """(tokens [batch, max_len], summed model log-probs [batch]): each row draws its next token from the model's
     distribution at ``temperature``, cut to the ``top_k`` most likely tokens (0: all) and to the smallest set
     whose probability reaches ``top_p`` (nucleus; 1: all). Row r's draw at step t uses fold_in(keys[r], t), so a
     row's sample depends on its key alone, not on the batch around it. ``temperature`` 0 is greedy search. The
     score is the model's own log-probability of the sample (temperature 1, no cut)."""
     if temperature == 0:
-        return greedy_search(step_fn, batch, max_lengths, max_len, eos_id, start_id, phases, grow_fn, first_cache)
+        return greedy_search(loop)
 
     def sample(logits, t):
         scaled = logits / temperature
@@ -152,7 +148,7 @@ def sampling_search(
         logp = jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1), choice[:, None], axis=-1)[:, 0]
         return choice, logp
 
-    return _token_by_token(step_fn, sample, batch, max_lengths, max_len, eos_id, start_id, phases, grow_fn, first_cache)
+    return _token_by_token(loop, sample)
 
 
 def _gather_beams(tree, indices):
@@ -170,28 +166,13 @@ def gather_rows(cache, source_beams):
     return jax.tree_util.tree_map(lambda leaf: leaf[rows], cache)
 
 
-def beam_search(
-    step_fn,
-    batch: int,
-    beam: int,
-    alpha: float,
-    max_lengths,
-    max_len: int,
-    eos_id: int,
-    start_id: int = 0,
-    nbest: int = 1,
-    reorder_fn=gather_rows,
-    phases=None,
-    grow_fn=None,
-    first_cache=None,
-):
+def beam_search(loop: SearchLoop, beam: int, alpha: float, nbest: int = 1):
     """(sequences [batch, beam, max_len], scores [batch, beam]) best first; rows of step_fn are batch*beam.
 
-    ``reorder_fn(cache, source_beams [batch, beam])`` makes the cache follow the surviving hypotheses.
     Stops once no alive hypothesis can beat the ``nbest``-th finished one (nbest=1: the best, §6.1); the
-    first ``nbest`` rows are then exact, later rows are whatever finished before the stop.
-    ``phases`` / ``grow_fn``: see ``run_loop``; ``first_cache``: see the module docstring."""
-    vocab_rows = batch * beam
+    first ``nbest`` rows are then exact, later rows are whatever finished before the stop."""
+    batch, max_lengths, eos_id = loop.batch, loop.max_lengths, loop.eos_id
+    reorder_fn = loop.reorder_fn or gather_rows
 
     def advance(state: BeamState, cache, logits) -> LoopCarry:
         t, vocab = state.t, logits.shape[-1]
@@ -218,21 +199,17 @@ def beam_search(
         )
 
     first_alive = jnp.where(jnp.arange(beam) == 0, 0.0, NEG_INF)  # one live beam at t=0: no duplicates
-    empty = jnp.full((batch, beam, max_len), start_id, jnp.int32)  # positions after EOS keep start_id (= pad)
+    empty = jnp.full((batch, beam, loop.max_len), loop.start_id, jnp.int32)  # after EOS: start_id (= pad)
     state = BeamState(0, empty, jnp.tile(first_alive, (batch, 1)), empty, jnp.full((batch, beam), NEG_INF))
-    carry = _start(step_fn, advance, state, jnp.full((vocab_rows,), start_id, jnp.int32), first_cache)
+    carry = _start(loop, advance, state, jnp.full((batch * beam,), loop.start_id, jnp.int32))
 
     def cond(carry: LoopCarry):
         state = carry.state
         best_possible = state.alive_logp[:, 0] / length_penalty(max_lengths, alpha)
         can_improve = (best_possible > state.fin_scores[:, nbest - 1]) & (state.t < max_lengths)
-        return (state.t < max_len) & jnp.any(can_improve)
+        return (state.t < loop.max_len) & jnp.any(can_improve)
 
-    def body(carry: LoopCarry):
-        logits, cache = step_fn(carry.cache, carry.last, carry.state.t)
-        return advance(carry.state, cache, logits)
-
-    final = run_loop(cond, body, carry, phases or (max_len,), grow_fn).state
+    final = _run(loop, cond, advance, carry).state
     return final.fin_seqs, final.fin_scores
 
 

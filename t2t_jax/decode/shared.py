@@ -8,7 +8,7 @@ import dataclasses
 import jax
 
 from t2t_jax import distributed
-from t2t_jax.decode.translate import DecodeStats, translate_texts
+from t2t_jax.decode.translate import DecodeOptions, DecodeStats, translate_texts
 from t2t_jax.progress import Meter
 
 
@@ -19,9 +19,8 @@ def decode_shared(sources, tokenizer, params, cfg, *, beam, alpha=0.6, log=print
     count, index = jax.process_count(), jax.process_index()
     share = f" (this process's share, 1/{count})" if count > 1 else ""
     with Meter(label + share, unit="sentences", printer=log) as meter:
-        mine = translate_texts(
-            sources[index::count], tokenizer, params, cfg, beam=beam, alpha=alpha, log=log, progress=meter
-        )
+        options = DecodeOptions(beam=beam, alpha=alpha)
+        mine = translate_texts(sources[index::count], tokenizer, params, cfg, options, log=log, progress=meter)
     shares = distributed.allgather_json({"hypotheses": mine.best, "stats": dataclasses.asdict(mine.stats)})
     hypotheses = [""] * len(sources)
     for p, share in enumerate(shares):

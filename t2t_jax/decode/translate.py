@@ -63,6 +63,20 @@ class Sampling:
     seed: int = 0
 
 
+@dataclasses.dataclass(frozen=True)
+class DecodeOptions:
+    """How lines are decoded (the translate command's flags): beam 1 = greedy; ``alpha``: the GNMT length penalty
+    (§6.1); ``nbest`` hypotheses per line, or ``nbest`` draws with ``sampling``; ``fit_rows``: batches no larger
+    than their lines need (batch_plan; for latency, not throughput)."""
+
+    beam: int = 4
+    alpha: float = 0.6
+    nbest: int = 1
+    tokens_per_batch: int = TOKENS_PER_BATCH
+    sampling: Sampling | None = None
+    fit_rows: bool = False
+
+
 @dataclasses.dataclass
 class DecodeStats:
     sentences: int = 0
@@ -117,23 +131,12 @@ def load_ensemble(specs) -> LoadedModel:
 
 
 def translate_texts(
-    texts,
-    tokenizer,
-    params,
-    cfg: ModelConfig,
-    *,
-    beam=4,
-    alpha=0.6,
-    nbest=1,
-    tokens_per_batch=TOKENS_PER_BATCH,
-    log=print,
-    progress=None,
-    sampling: Sampling | None = None,
-    fit_rows: bool = False,
+    texts, tokenizer, params, cfg: ModelConfig, options: DecodeOptions = DecodeOptions(), *, log=print, progress=None
 ) -> Translations:
-    """Every input line translated, in input order (empty in -> empty out); beam 1 = greedy. With ``sampling``,
-    ``nbest`` samples per line are drawn instead (in draw order; ``beam`` and ``alpha`` are not used).
-    ``fit_rows``: batches no larger than their sentences need (batch_plan; for latency, not throughput)."""
+    """Every input line translated, in input order (empty in -> empty out); with ``options.sampling``,
+    ``nbest`` samples per line in draw order (``beam`` and ``alpha`` are not used). ``cfg``: a tuple of
+    configs for an ensemble (load_ensemble). ``progress``: a (done, total) callback."""
+    beam, alpha, nbest, sampling = options.beam, options.alpha, options.nbest, options.sampling
     if sampling is None:
         check_beam(beam, nbest)
     else:
@@ -149,17 +152,22 @@ def translate_texts(
             f"(first: line {overlong[0] + 1})"
         )
     ids = [x[: cfg.max_len] for x in ids]
-    results = [[Hypothesis("", 0.0)] * nbest for _ in texts]
     todo = sorted((i for i, t in enumerate(texts) if t.strip()), key=lambda i: len(ids[i]))
     if sampling is not None:
         if ensemble:
             raise ConfigError("sampling draws from one model: give one workdir, not an ensemble")
-        plan = batch_plan(
-            [len(ids[i]) for i in todo for _ in range(nbest)], tokens_per_batch, cfg.max_len, fit_rows=fit_rows
-        )
-        return _sample_texts(todo, ids, results, tokenizer, params, cfg, sampling, nbest, plan, progress)
+        lengths = [len(ids[i]) for i in todo for _ in range(nbest)]
+        plan = batch_plan(lengths, options.tokens_per_batch, cfg.max_len, fit_rows=options.fit_rows)
+
+        def draw(batch, lines, draws):
+            keys = sample_keys(sampling.seed, lines, draws)
+            cut = {"temperature": sampling.temperature, "top_k": sampling.top_k, "top_p": sampling.top_p}
+            return sample_ids(params, batch, keys, cfg=cfg, **cut)
+
+        return _sample_texts(todo, ids, tokenizer, cfg.pad_id, draw, nbest, plan, progress)
+    results = [[Hypothesis("", 0.0)] * nbest for _ in texts]
     stats = DecodeStats()
-    plan = batch_plan([len(ids[i]) for i in todo], tokens_per_batch, cfg.max_len, fit_rows=fit_rows)
+    plan = batch_plan([len(ids[i]) for i in todo], options.tokens_per_batch, cfg.max_len, fit_rows=options.fit_rows)
     if ensemble:  # jit compiles each shape on first use
         ensemble_program = functools.partial(ensemble_ids, cfgs=ensemble, beam=beam, alpha=alpha, nbest=nbest)
         program = lambda rows, length: ensemble_program  # noqa: E731
@@ -182,28 +190,20 @@ def translate_texts(
     return Translations(results, stats)
 
 
-def _sample_texts(todo, ids, results, tokenizer, params, cfg, sampling, samples, plan, progress):
-    """``samples`` draws for each line in ``todo``: one row per (line, draw), keyed by both (sample_keys);
-    ``plan``: batch_plan over those rows."""
+def _sample_texts(todo, ids, tokenizer, pad_id, draw, samples, plan, progress) -> Translations:
+    """``samples`` draws for each line in ``todo`` (the non-empty lines of ``ids``, by length): one row per
+    (line, draw), ``draw(batch, lines, draws)`` keying each by both (sample_keys); ``plan``: batch_plan over
+    those rows."""
+    results = [[Hypothesis("", 0.0)] * samples for _ in ids]
     rows_todo = [(i, k) for i in todo for k in range(samples)]  # todo is sorted by length: so are these
     stats = DecodeStats()
     for start, count, rows, length in plan:
         chosen = rows_todo[start : start + count]
-        batch = pad_batch([ids[i] for i, _ in chosen], rows, length, cfg.pad_id)
+        batch = pad_batch([ids[i] for i, _ in chosen], rows, length, pad_id)
         lines = [i for i, _ in chosen] + [0] * (rows - count)  # padding rows draw with any key
         draws = [k for _, k in chosen] + [0] * (rows - count)
         began = time.perf_counter()
-        sequences, scores = jax.device_get(
-            sample_ids(
-                params,
-                batch,
-                sample_keys(sampling.seed, lines, draws),
-                cfg=cfg,
-                temperature=sampling.temperature,
-                top_k=sampling.top_k,
-                top_p=sampling.top_p,
-            )
-        )
+        sequences, scores = jax.device_get(draw(batch, lines, draws))
         stats.seconds += time.perf_counter() - began
         for row, (i, k) in enumerate(chosen):
             results[i] = list(results[i])

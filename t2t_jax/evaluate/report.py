@@ -1,29 +1,12 @@
-"""Decode a test set and write hypotheses plus a JSON and markdown report."""
+"""Score a test set's hypotheses (sacreBLEU, paper BLEU, lowercased tokenized BLEU, chrF); write a report."""
 
 from __future__ import annotations
 
 import json
 
-from t2t_jax.decode.translate import DecodeStats, translate_texts
+from t2t_jax.decode.translate import DecodeStats
 from t2t_jax.evaluate.bleu import chrf, lowercase_tokenized_bleu, paper_bleu, sacre_bleu
 from t2t_jax.workdir import workdir_path
-
-
-def evaluate_texts(
-    sources, references, tokenizer, params, cfg, *, target_lang, beam, alpha, out_dir, name, log=print, progress=None
-) -> dict:
-    """Translate, score and write the report; ``progress``: a (done, total) callback such as a progress.Meter."""
-    translations = translate_texts(sources, tokenizer, params, cfg, beam=beam, alpha=alpha, log=log, progress=progress)
-    return write_report(
-        translations.best,
-        references,
-        translations.stats,
-        target_lang=target_lang,
-        beam=beam,
-        alpha=alpha,
-        out_dir=out_dir,
-        name=name,
-    )
 
 
 def write_report(hypotheses, references, stats: DecodeStats, *, target_lang, beam, alpha, out_dir, name) -> dict:

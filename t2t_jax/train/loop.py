@@ -49,7 +49,7 @@ def _sum_metrics(pending):
     return {k: float(sum(jax.device_get(m[k]) for m in pending)) for k in pending[0]}
 
 
-def evaluate(launcher, params, batches) -> dict:
+def dev_loss(launcher, params, batches) -> dict:
     """Loss metrics over all (global) evaluation batches; each process feeds its rows."""
     sums = [launcher.eval_step(params, launcher.put_batch(distributed.process_rows(b))) for b, _ in batches]
     return summarize(_sum_metrics(sums))
@@ -295,7 +295,7 @@ def _control(config, run_started, preempted, plan, final_step) -> Control:
 def _dev_metrics(run: Run, step: int, events):
     """(dev loss metrics [+ "bleu"], the metric the best slot keys on at this step or None)."""
     config, launcher, data, say = run.config, run.launcher, run.data, run.say
-    metrics = evaluate(launcher, run.state.params, data.eval_batches)
+    metrics = dev_loss(launcher, run.state.params, data.eval_batches)
     say(
         f"eval step {step} | loss {metrics['loss']:.4f} | ppl {metrics['ppl']:.3f} | acc {metrics['accuracy']:.4f}",
         flush=True,
