@@ -225,6 +225,11 @@ def serve_table(data: dict) -> str:
         "| path (beam 4 unless said) | median | p95 | sentences/s |",
         "|---|---|---|---|",
         f"| `t2t-serve`, one sentence per request, one client | {one['median_ms']:g} ms | {one['p95_ms']:g} ms | |",
+        *(
+            [f"| `Translator.translate`, one sentence per call | {api['median_ms']:g} ms | {api['p95_ms']:g} ms | |"]
+            if (api := data.get("translate_api_one_sentence"))
+            else []
+        ),
         f"| CTranslate2 float32 in-process, one sentence per call | {ct2['median_ms']:g} ms | {ct2['p95_ms']:g} ms | |",
         *(
             f"| `t2t-serve`, {count} concurrent clients, one sentence each (mean batch: "
@@ -245,7 +250,7 @@ def serve_table(data: dict) -> str:
         f"CTranslate2's in-process call; {data['clients']} concurrent clients get "
         f"{targets['concurrent_throughput_over_translate_command']:.2f}× the sentences/s of the translate command "
         f"and {targets['concurrent_throughput_over_batch_api']:.2f}× those of the in-process batch path. "
-        f"Model: the main job's architecture and config ({data['dtype']}), a short run: step {data['step']} "
+        f"Model: the main job's config ({data['dtype']}) at step {data['step']} "
         f"({data['checkpoint']}, test sacreBLEU {batch['sacrebleu']:.2f}; every engine here decodes the same "
         f"lengths from it), on the {data['test_sentences']} Multi30k test sentences "
         f"({data['latency_requests']} for latency). `{data['command']}`, {data['date']}, "

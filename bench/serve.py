@@ -80,14 +80,19 @@ def start_server(workdir, checkpoint):
     raise SystemExit("the server did not start")
 
 
-def server_latency(url, sentences) -> tuple[dict, list]:
-    """One request at a time, one sentence each: (percentiles, translations)."""
+def one_at_a_time(translate, sentences) -> tuple[dict, list]:
+    """(percentiles, translations) of ``translate(sentence)`` called once per sentence, in turn."""
     seconds, outputs = [], []
     for sentence in sentences:
         start = time.perf_counter()
-        outputs.append(post(url, "/translate", {"src": sentence})["translations"][0]["text"])
+        outputs.append(translate(sentence))
         seconds.append(time.perf_counter() - start)
     return percentiles(seconds), outputs
+
+
+def server_latency(url, sentences) -> tuple[dict, list]:
+    """One request at a time, one sentence each: (percentiles, translations)."""
+    return one_at_a_time(lambda line: post(url, "/translate", {"src": line})["translations"][0]["text"], sentences)
 
 
 def server_throughput(url, sentences, clients) -> dict:
@@ -122,9 +127,8 @@ def ct2_latency(directory, sentences, cfg, threads) -> tuple[dict, list]:
 
     pieces = spm.SentencePieceProcessor(model_file=f"{directory}/source.spm")
     engine = ctranslate2.Translator(directory, device="cpu", compute_type="float32", intra_threads=threads)
-    seconds, outputs = [], []
-    for sentence in [sentences[0]] * 3 + sentences:  # three warm-up calls, not counted
-        start = time.perf_counter()
+
+    def translate(sentence):
         tokens = pieces.encode(sentence, out_type=str)
         result = engine.translate_batch(
             [tokens],
@@ -132,9 +136,11 @@ def ct2_latency(directory, sentences, cfg, threads) -> tuple[dict, list]:
             length_penalty=hf_length_penalty(0.6),
             max_decoding_length=decode_length(cfg, len(tokens) + 1),
         )
-        outputs.append(pieces.decode(result[0].hypotheses[0]))
-        seconds.append(time.perf_counter() - start)
-    return percentiles(seconds[3:]), outputs[3:]
+        return pieces.decode(result[0].hypotheses[0])
+
+    for sentence in [sentences[0]] * 3:  # warm-up calls, not counted
+        translate(sentence)
+    return one_at_a_time(translate, sentences)
 
 
 def command_rate(workdir, checkpoint, sources) -> dict:
@@ -198,6 +204,12 @@ def main():
         report["ctranslate2_float32_one_sentence"], ct2_out = ct2_latency(
             f"{scratch}/ct2", latency_set, translator.config, args.threads
         )
+    # The same sentences through the API in this process: what the server adds on top is HTTP and batching.
+    for sentence in latency_set[:20]:
+        translator.translate([sentence], fit_rows=True)
+    report["translate_api_one_sentence"], _ = one_at_a_time(
+        lambda sentence: translator.translate([sentence], fit_rows=True).best[0], latency_set
+    )
     print("in-process:", json.dumps(report), file=sys.stderr, flush=True)
 
     process, url = start_server(args.workdir, args.checkpoint)

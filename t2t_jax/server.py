@@ -183,10 +183,13 @@ class Service:
             jobs = [await self._queue.get()]
             # The clients just answered usually send again at once: wait (up to regroup_wait) for as many of
             # them to be back, so that a steady set of clients keeps decoding together instead of splitting.
-            expected = answered if loop.time() - answered_at < self.limits.regroup_wait * 5 else 1
+            returning = loop.time() - answered_at < self.limits.regroup_wait * 5
+            expected = answered if returning else 1
             deadline = loop.time() + max(self.limits.batch_wait, self.limits.regroup_wait if expected > 1 else 0)
-            if self.limits.batch_wait > 0:
-                await asyncio.sleep(self.limits.batch_wait)  # requests sent together arrive together
+            # Requests sent together arrive together: wait batch_wait for them, unless this is a lone client
+            # sending again (the last batch answered one request just now), whose wait would be pure latency.
+            if self.limits.batch_wait > 0 and not (returning and answered == 1):
+                await asyncio.sleep(self.limits.batch_wait)
             while True:
                 while not self._queue.empty():
                     jobs.append(self._queue.get_nowait())

@@ -127,6 +127,17 @@ def test_concurrent_requests_are_batched_and_each_gets_its_own_lines(server, tra
     assert after["batches"] - before["batches"] < len(sentences)  # sent together, decoded together
 
 
+def test_a_lone_client_sending_again_does_not_wait_for_others(server):
+    """The server's batch window here is 300 ms (``--batch-wait-ms``): the first of a client's requests after a
+    quiet spell waits it out for others sent together; the ones that follow the answer at once go straight in."""
+    assert call(server, "/translate", {"src": "a b c"})[0] == 200  # its shape compiled, if it was not
+    time.sleep(0.2)  # quiet: the next request is a first one
+    began = time.perf_counter()
+    for _ in range(6):
+        assert call(server, "/translate", {"src": "a b c"})[0] == 200
+    assert time.perf_counter() - began < 0.3 + 5 * 0.15  # one window, not six (6 x 0.3 s = 1.8 s)
+
+
 @pytest.mark.parametrize(
     "body, fragment",
     [
