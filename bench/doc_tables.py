@@ -200,6 +200,23 @@ def decode_before_after_table(data: dict) -> str:
     return "\n".join(rows)
 
 
+def refactor_before_after_table(data: dict) -> str:
+    rows = [
+        "| round | commit | train step f32 | train step bf16 | beam 4: first / second decode | greedy: 1st / 2nd |",
+        "|---|---|---|---|---|---|",
+    ]
+    for run in data["rounds"]:
+        commit = data[f"{run['side']}_commit"]
+        rows.append(
+            f"| {run['round']} | {run['side']} `{commit}` | {run['train_float32_seconds_per_step']:.3f} s | "
+            f"{run['train_bfloat16_seconds_per_step']:.3f} s | {run['decode_beam4_first_seconds']:.1f} / "
+            f"{run['decode_beam4_second_seconds']:.1f} s | {run['decode_greedy_first_seconds']:.1f} / "
+            f"{run['decode_greedy_second_seconds']:.1f} s |"
+        )
+    rows += ["", f"{data['date']}, {machine_line(data['machine'])}; order: {data['commands']['order']}."]
+    return "\n".join(rows)
+
+
 def decode_history_table(data: dict) -> str:
     rows = ["| change (commit) | ms / step | sentences/s |", "|---|---|---|"]
     for row in data["rows"]:
@@ -272,6 +289,11 @@ TABLES = {  # name: (the file holding it, the JSON it comes from, the renderer)
         decode_before_after_table,
     ),
     "decode_history": ("docs/decoding.md", "bench/results/decode_history_tiny64.json", decode_history_table),
+    "refactor_before_after": (
+        "docs/benchmarks.md",
+        "bench/results/refactor_before_after_multi30k.json",
+        refactor_before_after_table,
+    ),
     "serve": ("docs/decoding.md", "bench/results/serve_multi30k.json", serve_table),
 }
 

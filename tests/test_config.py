@@ -168,3 +168,18 @@ def test_a_config_file_that_fails_names_its_file_and_line(tmp_path):
         timeout=120,
     )
     assert result.returncode == 2 and result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "recipe, changes",
+    [
+        ("multi30k_deen", ["data.source_lang: 'en' -> 'de'", "data.target_lang: 'de' -> 'en'"]),
+        ("multi30k_relative", ["model.attention: 'dot_product' -> 'relative'"]),
+    ],
+)
+def test_main_job_variants_change_only_what_they_say(recipe, changes):
+    """A results-table row beside the main job is comparable only if its recipe differs in its stated lever alone."""
+    from t2t_jax.train.ablation import config_changes, flat_config
+
+    main, other = (flat_config(load_config(name).to_dict()) for name in ("multi30k", recipe))
+    assert config_changes(main, other) == changes
