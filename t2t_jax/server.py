@@ -179,12 +179,14 @@ class Service:
     async def _work(self) -> None:
         loop = asyncio.get_running_loop()
         answered, answered_at = 0, -1.0  # the requests of the last round, and when they were answered
+        waited = 0  # the requests that arrived while it decoded
         while True:
             jobs = [await self._queue.get()]
             # The clients just answered usually send again at once: wait (up to regroup_wait) for as many of
-            # them to be back, so that a steady set of clients keeps decoding together instead of splitting.
+            # them to be back, beside those that arrived during the last round, so that a steady set of clients
+            # keeps decoding together instead of splitting into groups that take turns.
             returning = loop.time() - answered_at < self.limits.regroup_wait * 5
-            expected = answered if returning else 1
+            expected = answered + waited if returning else 1
             deadline = loop.time() + max(self.limits.batch_wait, self.limits.regroup_wait if expected > 1 else 0)
             # Requests sent together arrive together: wait batch_wait for them, unless this is a lone client
             # sending again (the last batch answered one request just now), whose wait would be pure latency.
@@ -208,7 +210,7 @@ class Service:
                 for job, result in zip(group, results):
                     if not job[3].done():  # a client that went away
                         job[3].set_result(result)
-            answered, answered_at = len(jobs), loop.time()
+            answered, answered_at, waited = len(jobs), loop.time(), self._queue.qsize()
 
     def _run(self, group) -> list:
         """Decode one group (same kind and options) as one call; its results split back per request."""

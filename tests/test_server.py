@@ -138,6 +138,47 @@ def test_a_lone_client_sending_again_does_not_wait_for_others(server):
     assert time.perf_counter() - began < 0.3 + 5 * 0.15  # one window, not six (6 x 0.3 s = 1.8 s)
 
 
+def test_clients_that_join_later_decode_with_the_first_ones_instead_of_taking_turns():
+    """Four clients, then four more that arrive while the first batch decodes (a 50 ms stand-in decoder, in the
+    service without HTTP; each client comes back 5 ms after its answer, past the 2 ms batch window): once the late
+    ones have queued behind the first batch, the next batch waits for the answered clients too, and the eight
+    decode together rather than as two groups of four taking turns."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from t2t_jax.decode.translate import Hypothesis
+    from t2t_jax.server import Limits, Service
+
+    class SlowTranslator:
+        model = SimpleNamespace(cfg=SimpleNamespace(max_len=64))
+
+        def translate(self, lines, **options):
+            time.sleep(0.05)
+            return SimpleNamespace(hypotheses=[[Hypothesis(line.upper(), 0.0)] for line in lines])
+
+    async def run():
+        service = Service(SlowTranslator(), Limits(batch_wait=0.002, regroup_wait=0.010))
+        await service.start()
+        answers = []
+
+        async def client(number, requests):
+            for request in range(requests):
+                answers.append((await service.submit("translate", [f"c{number} r{request}"], {}))[0]["text"])
+                await asyncio.sleep(0.005)  # the way back over the network: longer than the 2 ms batch window
+
+        first = [asyncio.create_task(client(number, 12)) for number in range(4)]
+        await asyncio.sleep(0.02)  # the first four are decoding
+        later = [asyncio.create_task(client(number, 10)) for number in range(4, 8)]
+        await asyncio.gather(*first, *later)
+        await service.stop()
+        return service, answers
+
+    service, answers = asyncio.run(run())
+    assert sorted(answers) == sorted(f"C{c} R{r}" for c in range(8) for r in range(12 if c < 4 else 10))
+    assert service.requests == 88
+    assert service.batches <= 16  # taking turns: 2 + 2 x 10 batches of four; together: 2 + 10 of eight, + a tail
+
+
 @pytest.mark.parametrize(
     "body, fragment",
     [
