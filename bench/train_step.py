@@ -1,10 +1,11 @@
 """Train-step throughput of t2t_jax vs a PyTorch reference on the same sizes. Prints JSON.
 
-    python bench/train_step.py [--sizes tiny,base] [--steps 8] [--launcher single|mesh|pmap] [--fake-devices 8]
+    python bench/train_step.py [--sizes tiny,base] [--steps 8] [--flax] [--launcher single|mesh|pmap] [--fake-devices 8]
 
 Reports target tokens/s, seconds/step and model GFLOP/s (analytic: 3x forward
 matmul FLOPs incl. attention and the output projection) for float32 and
-bfloat16 compute, and the ratio to torch.nn.Transformer (float32).
+bfloat16 compute, and the ratio to torch.nn.Transformer (float32) and, with ``--flax``, to a Transformer of Flax's
+own layers laid out as the Flax WMT example's (bench/flax_reference.py), in the same dtype.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ def main():
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--flax", action="store_true", help="also time bench/flax_reference.py (Flax's own layers)")
     parser.add_argument("--launcher", default="single", choices=["single", "mesh", "pmap"])
     parser.add_argument("--fake-devices", type=int, default=0, help="XLA host-platform device count (CPU)")
     args = parser.parse_args()
@@ -132,6 +134,15 @@ def main():
             )
             for dtype in ("float32", "bfloat16"):
                 entry[f"jax_{dtype}"]["ratio_to_torch_f32"] = entry[f"jax_{dtype}"]["target_tokens_per_s"] / reference
+        if args.flax:
+            from bench.flax_reference import benchmark as flax_benchmark
+
+            for dtype in ("float32", "bfloat16"):
+                flax = flax_benchmark(size, size["batch"], size["length"], args.steps, args.warmup, dtype)
+                entry[f"flax_{dtype}"] = flax
+                entry[f"jax_{dtype}"]["ratio_to_flax_same_dtype"] = (
+                    entry[f"jax_{dtype}"]["target_tokens_per_s"] / flax["target_tokens_per_s"]
+                )
         report["results"][name] = entry
         print(json.dumps({name: entry}), file=sys.stderr, flush=True)
     report["memory"] = peak_memory()
