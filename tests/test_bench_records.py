@@ -5,7 +5,15 @@ import pathlib
 import sys
 
 BENCH = pathlib.Path(__file__).resolve().parents[1] / "bench"
-NOT_BENCHMARKS = {"__init__.py", "machine.py", "memory.py", "doc_tables.py", "torch_reference.py", "device_check.py"}
+NOT_BENCHMARKS = {
+    "__init__.py",
+    "machine.py",
+    "memory.py",
+    "doc_tables.py",
+    "torch_reference.py",
+    "flax_reference.py",
+    "device_check.py",
+}
 
 
 def test_every_benchmark_prints_its_json_through_recorded():
