@@ -189,8 +189,8 @@ class Service:
             expected = answered + waited if returning else 1
             deadline = loop.time() + max(self.limits.batch_wait, self.limits.regroup_wait if expected > 1 else 0)
             # Requests sent together arrive together: wait batch_wait for them, unless this is a lone client
-            # sending again (the last batch answered one request just now), whose wait would be pure latency.
-            if self.limits.batch_wait > 0 and not (returning and answered == 1):
+            # sending again (one request expected: the wait would be pure latency).
+            if self.limits.batch_wait > 0 and not (returning and expected == 1):
                 await asyncio.sleep(self.limits.batch_wait)
             while True:
                 while not self._queue.empty():

@@ -53,6 +53,21 @@ def length_penalty(length, alpha: float):
     return ((5.0 + jnp.asarray(length, jnp.float32)) / 6.0) ** alpha
 
 
+def _gather_beams(tree, indices):
+    """tree leaves [batch, k, ...] -> [batch, len(indices[b]), ...] picking beams ``indices`` [batch, m]."""
+    return jax.tree_util.tree_map(
+        lambda x: jnp.take_along_axis(x, indices.reshape(indices.shape + (1,) * (x.ndim - 2)), axis=1), tree
+    )
+
+
+def gather_rows(cache, source_beams):
+    """The generic reorder: every cache leaf has rows [batch * beam, ...]; row (b, k) takes the row of
+    its source beam. (The model's grouped caches move nothing; see decoder.py.)"""
+    batch, beam = source_beams.shape
+    rows = (jnp.arange(batch)[:, None] * beam + source_beams).reshape(-1)
+    return jax.tree_util.tree_map(lambda leaf: leaf[rows], cache)
+
+
 class SearchLoop(NamedTuple):
     """What every search loops over: the model's step and cache plumbing, the batch and its length limits.
     ``phases`` / ``grow_fn``: see ``run_loop``; ``first_cache``: see the module docstring; ``reorder_fn(cache,
@@ -67,7 +82,7 @@ class SearchLoop(NamedTuple):
     phases: tuple | None = None
     grow_fn: Any = None
     first_cache: Any = None
-    reorder_fn: Any = None  # None: gather_rows
+    reorder_fn: Any = gather_rows
 
 
 def _start(loop: SearchLoop, advance, state, first_tokens) -> LoopCarry:
@@ -151,28 +166,12 @@ def sampling_search(loop: SearchLoop, keys, *, temperature: float = 1.0, top_k: 
     return _token_by_token(loop, sample)
 
 
-def _gather_beams(tree, indices):
-    """tree leaves [batch, k, ...] -> [batch, len(indices[b]), ...] picking beams ``indices`` [batch, m]."""
-    return jax.tree_util.tree_map(
-        lambda x: jnp.take_along_axis(x, indices.reshape(indices.shape + (1,) * (x.ndim - 2)), axis=1), tree
-    )
-
-
-def gather_rows(cache, source_beams):
-    """The generic reorder: every cache leaf has rows [batch * beam, ...]; row (b, k) takes the row of
-    its source beam. (The model's grouped caches move nothing; see decoder.py.)"""
-    batch, beam = source_beams.shape
-    rows = (jnp.arange(batch)[:, None] * beam + source_beams).reshape(-1)
-    return jax.tree_util.tree_map(lambda leaf: leaf[rows], cache)
-
-
 def beam_search(loop: SearchLoop, beam: int, alpha: float, nbest: int = 1):
     """(sequences [batch, beam, max_len], scores [batch, beam]) best first; rows of step_fn are batch*beam.
 
     Stops once no alive hypothesis can beat the ``nbest``-th finished one (nbest=1: the best, §6.1); the
     first ``nbest`` rows are then exact, later rows are whatever finished before the stop."""
     batch, max_lengths, eos_id = loop.batch, loop.max_lengths, loop.eos_id
-    reorder_fn = loop.reorder_fn or gather_rows
 
     def advance(state: BeamState, cache, logits) -> LoopCarry:
         t, vocab = state.t, logits.shape[-1]
@@ -189,7 +188,7 @@ def beam_search(loop: SearchLoop, beam: int, alpha: float, nbest: int = 1):
         alive_candidates = jnp.where(ends, NEG_INF, top_logp)
         alive_logp, keep = jax.lax.top_k(alive_candidates, beam)
         alive_seqs = _gather_beams(seqs, keep)
-        cache = reorder_fn(cache, jnp.take_along_axis(source_beam, keep, axis=1))
+        cache = loop.reorder_fn(cache, jnp.take_along_axis(source_beam, keep, axis=1))
         all_seqs = jnp.concatenate([state.fin_seqs, seqs], axis=1)  # [batch, 3k, max_len]
         all_scores = jnp.concatenate([state.fin_scores, finished_score], axis=1)
         fin_scores, best = jax.lax.top_k(all_scores, beam)
