@@ -85,39 +85,74 @@ class SearchLoop(NamedTuple):
     reorder_fn: Any = gather_rows
 
 
-def _start(loop: SearchLoop, advance, state, first_tokens) -> LoopCarry:
+class Search(NamedTuple):
+    """One search's pieces over a SearchLoop: ``run_search`` runs them as one program; decode/staged.py runs
+    them in stages that retire finished sentences from the batch (every leaf of a state but ``t`` is
+    sentence-major, so a sentence's search never reads another's)."""
+
+    state: Any  # the state before step 0
+    advance: Any  # (state, cache, logits) -> LoopCarry
+    searching: Any  # (state) -> [batch] bool: the sentences whose search goes on
+    result: Any  # (state) -> the outputs, sentence-major
+
+
+def first_carry(loop: SearchLoop, search: Search, first_tokens) -> LoopCarry:
     """The loop's first carry: after step 0 run here (``first_cache`` None: the step creates the cache),
     or before step 0, which the loop then runs."""
     if loop.first_cache is None:
         logits, cache = loop.step_fn(None, first_tokens, 0)
-        return advance(state, cache, logits)
-    return LoopCarry(state, loop.first_cache, first_tokens)
+        return search.advance(search.state, cache, logits)
+    return LoopCarry(search.state, loop.first_cache, first_tokens)
 
 
-def _run(loop: SearchLoop, cond, advance, carry: LoopCarry) -> LoopCarry:
-    """Step and advance while ``cond``, in the loop's phases."""
+def step_and_advance(loop: SearchLoop, search: Search, carry: LoopCarry) -> LoopCarry:
+    """One decoder step of every row, then the search's move."""
+    logits, cache = loop.step_fn(carry.cache, carry.last, carry.state.t)
+    return search.advance(carry.state, cache, logits)
 
-    def body(carry: LoopCarry):
-        logits, cache = loop.step_fn(carry.cache, carry.last, carry.state.t)
-        return advance(carry.state, cache, logits)
 
-    return run_loop(cond, body, carry, loop.phases or (loop.max_len,), loop.grow_fn)
+def go_on(loop: SearchLoop, search: Search, carry: LoopCarry):
+    """Whether any sentence still searches (and the longest output is not reached)."""
+    return (carry.state.t < loop.max_len) & jnp.any(search.searching(carry.state))
+
+
+def run_search(loop: SearchLoop, search: Search, first_tokens):
+    """The search as one program: step and advance while any sentence searches, in the loop's phases."""
+    carry = first_carry(loop, search, first_tokens)
+    carry = run_loop(
+        lambda c: go_on(loop, search, c),
+        lambda c: step_and_advance(loop, search, c),
+        carry,
+        loop.phases or (loop.max_len,),
+        loop.grow_fn,
+    )
+    return search.result(carry.state)
 
 
 def greedy_search(loop: SearchLoop):
     """(tokens [batch, max_len], summed log-probs [batch]); positions after EOS hold ``start_id`` (= pad)."""
+    return run_search(loop, greedy(loop), first_tokens(loop, 1))
+
+
+def first_tokens(loop: SearchLoop, beam: int):
+    """[batch * beam] start tokens: what step 0 reads."""
+    return jnp.full((loop.batch * beam,), loop.start_id, jnp.int32)
+
+
+def greedy(loop: SearchLoop) -> Search:
+    """Greedy search's pieces: the most likely token at every step."""
 
     def most_likely(logits, _t):
-        logp, choice = log_softmax_top_k(logits[:, None], jnp.zeros((loop.batch, 1)), 1)
+        logp, choice = log_softmax_top_k(logits[:, None], jnp.zeros((logits.shape[0], 1)), 1)
         return choice[:, 0], logp[:, 0]
 
-    return _token_by_token(loop, most_likely)
+    return token_by_token(loop, most_likely)
 
 
-def _token_by_token(loop: SearchLoop, choose):
+def token_by_token(loop: SearchLoop, choose) -> Search:
     """One hypothesis per row, extended by ``choose(logits [batch, vocab] float32, t) -> (tokens [batch],
     their log-probs [batch])`` until every row has ended (EOS or its length limit)."""
-    batch, start_id = loop.batch, loop.start_id
+    start_id = loop.start_id
 
     def advance(state: GreedyState, cache, logits) -> LoopCarry:
         choice, logp = choose(logits.astype(jnp.float32), state.t)
@@ -127,15 +162,9 @@ def _token_by_token(loop: SearchLoop, choose):
         finished = state.finished | (choice == loop.eos_id) | (state.t + 1 >= loop.max_lengths)
         return LoopCarry(GreedyState(state.t + 1, tokens, finished, score), cache, choice)
 
-    empty = jnp.full((batch, loop.max_len), start_id, jnp.int32)
-    state = GreedyState(0, empty, jnp.zeros((batch,), bool), jnp.zeros((batch,)))
-    carry = _start(loop, advance, state, jnp.full((batch,), start_id, jnp.int32))
-
-    def cond(carry: LoopCarry):
-        return (carry.state.t < loop.max_len) & ~jnp.all(carry.state.finished)
-
-    final = _run(loop, cond, advance, carry).state
-    return final.tokens, final.score
+    empty = jnp.full((loop.batch, loop.max_len), start_id, jnp.int32)
+    state = GreedyState(0, empty, jnp.zeros((loop.batch,), bool), jnp.zeros((loop.batch,)))
+    return Search(state, advance, lambda state: ~state.finished, lambda state: (state.tokens, state.score))
 
 
 def sampling_search(loop: SearchLoop, keys, *, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0):
@@ -163,7 +192,8 @@ def sampling_search(loop: SearchLoop, keys, *, temperature: float = 1.0, top_k: 
         logp = jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1), choice[:, None], axis=-1)[:, 0]
         return choice, logp
 
-    return _token_by_token(loop, sample)
+    search = token_by_token(loop, sample)
+    return run_search(loop, search, first_tokens(loop, 1))
 
 
 def beam_search(loop: SearchLoop, beam: int, alpha: float, nbest: int = 1):
@@ -171,6 +201,11 @@ def beam_search(loop: SearchLoop, beam: int, alpha: float, nbest: int = 1):
 
     Stops once no alive hypothesis can beat the ``nbest``-th finished one (nbest=1: the best, §6.1); the
     first ``nbest`` rows are then exact, later rows are whatever finished before the stop."""
+    return run_search(loop, beams(loop, beam, alpha, nbest), first_tokens(loop, beam))
+
+
+def beams(loop: SearchLoop, beam: int, alpha: float, nbest: int = 1) -> Search:
+    """Beam search's pieces (beam_search)."""
     batch, max_lengths, eos_id = loop.batch, loop.max_lengths, loop.eos_id
 
     def advance(state: BeamState, cache, logits) -> LoopCarry:
@@ -200,16 +235,12 @@ def beam_search(loop: SearchLoop, beam: int, alpha: float, nbest: int = 1):
     first_alive = jnp.where(jnp.arange(beam) == 0, 0.0, NEG_INF)  # one live beam at t=0: no duplicates
     empty = jnp.full((batch, beam, loop.max_len), loop.start_id, jnp.int32)  # after EOS: start_id (= pad)
     state = BeamState(0, empty, jnp.tile(first_alive, (batch, 1)), empty, jnp.full((batch, beam), NEG_INF))
-    carry = _start(loop, advance, state, jnp.full((batch * beam,), loop.start_id, jnp.int32))
 
-    def cond(carry: LoopCarry):
-        state = carry.state
+    def can_improve(state: BeamState):
         best_possible = state.alive_logp[:, 0] / length_penalty(max_lengths, alpha)
-        can_improve = (best_possible > state.fin_scores[:, nbest - 1]) & (state.t < max_lengths)
-        return (state.t < loop.max_len) & jnp.any(can_improve)
+        return (best_possible > state.fin_scores[:, nbest - 1]) & (state.t < max_lengths)
 
-    final = _run(loop, cond, advance, carry).state
-    return final.fin_seqs, final.fin_scores
+    return Search(state, advance, can_improve, lambda state: (state.fin_seqs, state.fin_scores))
 
 
 def run_loop(cond, body, carry: LoopCarry, phases, grow_fn=None) -> LoopCarry:
