@@ -17,11 +17,11 @@ from t2t_jax.decode.decoder import (
     check_beam,
     check_ensemble,
     check_sampling,
-    compile_ahead,
     ensemble_ids,
     sample_ids,
     sample_keys,
 )
+from t2t_jax.decode.staged import translate_staged
 from t2t_jax.errors import ConfigError
 from t2t_jax.model.config import ModelConfig
 from t2t_jax.model.precision import resolve_dtype
@@ -169,17 +169,14 @@ def translate_texts(
     stats = DecodeStats()
     plan = batch_plan([len(ids[i]) for i in todo], options.tokens_per_batch, cfg.max_len, fit_rows=options.fit_rows)
     if ensemble:  # jit compiles each shape on first use
-        ensemble_program = functools.partial(ensemble_ids, cfgs=ensemble, beam=beam, alpha=alpha, nbest=nbest)
-        program = lambda rows, length: ensemble_program  # noqa: E731
-    else:
-        shapes = [(rows, length) for _, _, rows, length in plan]
-        decoders = compile_ahead(params, shapes, cfg=cfg, beam=beam, alpha=alpha, nbest=nbest)
-        program = lambda rows, length: decoders[rows, length].result()  # noqa: E731
+        decode = functools.partial(ensemble_ids, cfgs=ensemble, beam=beam, alpha=alpha, nbest=nbest)
+    else:  # finished sentences leave the batch as it decodes (staged.py)
+        decode = functools.partial(translate_staged, cfg=cfg, beam=beam, alpha=alpha, nbest=nbest)
     for start, count, rows, length in plan:
         chosen = todo[start : start + count]
         batch = pad_batch([ids[i] for i in chosen], rows, length, cfg.pad_id)
         began = time.perf_counter()
-        sequences, scores = jax.device_get(program(rows, length)(params, batch))
+        sequences, scores = jax.device_get(decode(params, batch))
         stats.seconds += time.perf_counter() - began
         for row, i in enumerate(chosen):
             results[i] = [Hypothesis(tokenizer.decode(sequences[row, k]), float(scores[row, k])) for k in range(nbest)]
