@@ -25,7 +25,7 @@ from t2t_jax.decode.decoder import _cached_step, _encode, _first_cache, check_be
 from t2t_jax.model import Transformer, decode_cache
 from t2t_jax.model.config import ModelConfig
 
-SMALLEST = 4  # sentences: a batch this small is not halved (a smaller step is hardly cheaper)
+SMALLEST_ROWS = 4  # rows (sentences x beam): a batch this small is not halved (a smaller step is hardly cheaper)
 
 
 class Sentences(NamedTuple):
@@ -120,10 +120,11 @@ def translate_staged(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: 
         state_tokens, state_scores = jax.device_get(_outputs(state))
         tokens[owner[done]], scores[owner[done]] = state_tokens[done], state_scores[done]
 
+    smallest = max(1, SMALLEST_ROWS // beam)  # sentences
     phase = 0
     while True:
         rows = len(owner)
-        floor = rows // 2 if rows // 2 >= SMALLEST else -1
+        floor = rows // 2 if rows // 2 >= smallest else -1
         carry, searching = _segment(params, sentences, carry, bounds[phase], floor, **statics)
         t, searching = jax.device_get((carry.state.t, searching))
         if t >= max_len or not searching.any():
@@ -135,7 +136,7 @@ def translate_staged(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: 
         if len(live) <= floor:
             keep_outputs(carry.state)
             size = rows // 2
-            while len(live) <= size // 2 and size // 2 >= SMALLEST:
+            while len(live) <= size // 2 and size // 2 >= smallest:
                 size //= 2
             filler = np.flatnonzero(~searching)[0]  # a finished sentence: it searches no more
             keep = np.concatenate([live, np.full(size - len(live), filler)])
