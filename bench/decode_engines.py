@@ -94,12 +94,12 @@ def wall(command, stdin=None, env=None) -> float:
     return round(time.perf_counter() - start, 2)
 
 
-def commands(workdir, checkpoint, source_file, ct2_dir, scratch) -> dict:
+def commands(workdir, checkpoint, source_file, ct2_dir, scratch, flags=()) -> dict:
     """The ``translate`` command on the test set and on one sentence, cold (an empty compilation cache; for the
     sentence, a cache without its batch shape) and warm (the cache the cold run filled), and CTranslate2's
     one-sentence process for comparison."""
     cache = {"JAX_COMPILATION_CACHE_DIR": f"{scratch}/jax_cache"}
-    translate = [sys.executable, "-m", "t2t_jax", "translate", "--workdir", workdir, "--checkpoint", checkpoint]
+    translate = [sys.executable, "-m", "t2t_jax", "translate", "--workdir", workdir, "--checkpoint", checkpoint, *flags]
     test_set = translate + ["--input", source_file, "--output", f"{scratch}/out.txt"]
     one = f"{SENTENCE}\n".encode()
     ct2_one = (
@@ -143,6 +143,7 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--batch", type=int, default=64, help="sentences per batch for CTranslate2 and HF")
     parser.add_argument("--no-commands", action="store_true", help="skip the whole-command timings")
+    parser.add_argument("--retire-finished", action="store_true", help="ours (API and command) with --retire-finished")
     args = parser.parse_args()
     model = load_for_inference(args.workdir, args.checkpoint)
     sources, references = split_text(ml_collections.ConfigDict(model.config), "test")
@@ -156,11 +157,12 @@ def main():
         "sentences": len(sources),
         "threads": args.threads,
         "batch": args.batch,
+        "retire_finished": args.retire_finished,
     }
 
     def ours(beam):
         """Timed on a second run: the first compiles each batch shape (its time is reported apart)."""
-        options = DecodeOptions(beam)
+        options = DecodeOptions(beam, retire_finished=args.retire_finished)
         start = time.perf_counter()
         translate_texts(sources, model.tokenizer, model.params, model.cfg, options, log=lambda *_: None)
         report[f"t2t_jax_beam{beam}_first_run_seconds"] = round(time.perf_counter() - start, 2)
@@ -196,7 +198,8 @@ def main():
         if not args.no_commands:
             source_file = f"{scratch}/test.src"
             pathlib.Path(source_file).write_text("\n".join(sources) + "\n", encoding="utf-8")
-            report["commands"] = commands(args.workdir, args.checkpoint, source_file, f"{scratch}/ct2", scratch)
+            flags = ["--retire-finished"] if args.retire_finished else []
+            report["commands"] = commands(args.workdir, args.checkpoint, source_file, f"{scratch}/ct2", scratch, flags)
             print("commands", report["commands"], file=sys.stderr, flush=True)
     report["targets"] = criteria(report)
     for name in outputs:

@@ -232,6 +232,34 @@ def machine_line(machine: dict) -> str:
     return f"{cpu['cores']} cores of an {cpu['model']} (bf16-relevant flags: {flags}), jax {machine['jax']}"
 
 
+def decode_staged_table(data: dict) -> str:
+    """bench/decode_engines.py before and after retiring finished sentences, runs of one machine side by side."""
+    rows = [
+        "| translate path (commit) | greedy: ours / CTranslate2 (s) | beam 4: ours / CTranslate2 (s) | "
+        "ours ÷ CTranslate2 speed, greedy / beam 4 | first decode, beam 4 (s) | command on the test set, cold / "
+        "warm cache (s) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for run in data["runs"]:
+        report = run["report"]
+        ours = [report[f"t2t_jax_beam{b}"]["seconds"] for b in (1, 4)]
+        theirs = [report[f"ctranslate2_float32_beam{b}"]["seconds"] for b in (1, 4)]
+        commands = report["commands"]
+        rows.append(
+            f"| {run['label']} (`{run['commit']}`) | {ours[0]} / {theirs[0]} | {ours[1]} / {theirs[1]} | "
+            f"{theirs[0] / ours[0]:.2f}× / {theirs[1] / ours[1]:.2f}× | {report['t2t_jax_beam4_first_run_seconds']} | "
+            f"{commands['translate_test_set_cold_seconds']} / {commands['translate_test_set_warm_seconds']} |"
+        )
+    first = data["runs"][0]["report"]
+    rows += [
+        "",
+        f"Model: the main config at step {first['step']} ({first['our_dtype']} through `auto`; CTranslate2 float32 "
+        f"of the same weights), the {first['sentences']} Multi30k test sentences, {first['threads']} threads; "
+        f"`{first['command']}` in each checkout, {first['date']}, {machine_line(first['machine'])}.",
+    ]
+    return "\n".join(rows)
+
+
 def serve_table(data: dict) -> str:
     one, ct2 = data["server_one_sentence"], data["ctranslate2_float32_one_sentence"]
     concurrent = sorted(
@@ -295,6 +323,7 @@ TABLES = {  # name: (the file holding it, the JSON it comes from, the renderer)
         refactor_before_after_table,
     ),
     "serve": ("docs/decoding.md", "bench/results/serve_multi30k.json", serve_table),
+    "decode_staged": ("docs/benchmarks.md", "bench/results/decode_staged_multi30k_avx2.json", decode_staged_table),
 }
 
 

@@ -101,16 +101,18 @@ class Translator:
         top_p: float = 1.0,
         seed: int = 0,
         fit_rows: bool = False,
+        retire_finished: bool = False,
     ) -> Translations:
         """Every line translated (``.best``: the best per line; ``.hypotheses[i]``: its ``nbest``, with
         scores); beam 1 = greedy; α: GNMT length penalty (§6.1). ``sample``: draw ``nbest`` translations per
         line at ``temperature`` from the ``top_k`` most likely tokens and the ``top_p`` nucleus, reproducibly
         for a ``seed`` (scores: the model's log-probabilities). ``progress``: a (done, total) callback, e.g.
         ``t2t_jax.progress.Meter("translate")``. ``fit_rows``: batches no larger than the lines need (lower
-        latency for a few lines; more shapes to compile). The names are the command's flags and the server's
-        JSON keys."""
+        latency for a few lines; more shapes to compile). ``retire_finished``: finished sentences leave their
+        batch as it decodes (faster once compiled, more to compile: for large inputs; docs/decoding.md). The
+        names are the command's flags and the server's JSON keys."""
         sampling = Sampling(temperature, top_k, top_p, seed) if sample else None
-        options = DecodeOptions(beam, alpha, nbest, tokens_per_batch, sampling, fit_rows)
+        options = DecodeOptions(beam, alpha, nbest, tokens_per_batch, sampling, fit_rows, retire_finished)
         model = self.model
         return translate_texts(
             list(texts), model.tokenizer, model.params, model.cfg, options, log=lambda *_: None, progress=progress

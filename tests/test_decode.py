@@ -311,6 +311,24 @@ def test_f32_key_cache_decodes_exactly_as_a_bf16_cache(monkeypatch, beam):
     np.testing.assert_array_equal(np.asarray(f32_keys[1]), np.asarray(bf16_keys[1]))
 
 
+def test_compile_ahead_compiles_each_shape_once_and_decodes_as_translate_ids(params):
+    """The translate path's compiled decoders (one per batch shape, compiled on a thread pool): the same
+    output as the jitted translate_ids, and a later run (the next dev-BLEU evaluation) reuses them."""
+    from t2t_jax.decode.decoder import compile_ahead
+
+    shapes = [(3, 9), (3, 9), (2, 16)]
+    first = compile_ahead(params, shapes, cfg=CFG, beam=2, alpha=0.6, nbest=1)
+    assert sorted(first) == [(2, 16), (3, 9)]
+    src = sources()
+    got = first[3, 9].result()(params, src)
+    want = translate_ids(params, src, cfg=CFG, beam=2)
+    np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want[0]))
+    np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want[1]))
+    again = compile_ahead(params, shapes, cfg=CFG, beam=2, alpha=0.6, nbest=1)  # (2, 16) may still compile
+    assert all(again[shape] is first[shape] for shape in first)  # one compilation per shape, shared
+    assert again[2, 16].result() is first[2, 16].result()
+
+
 def test_lowercased_tokenized_bleu_by_hand():
     """Case is ignored and punctuation is split off before BLEU is counted on the tokens."""
     from t2t_jax.evaluate.bleu import lowercase_tokenized_bleu

@@ -137,7 +137,7 @@ def test_main_job_command_train_average_evaluate_translate_export(tmp_path):
     lines = (tmp_path / "out.de").read_text(encoding="utf-8").split("\n")
     assert len(lines) >= 3 and lines[1] == ""  # an empty line stays empty and in place
     # compiled decoders were kept in the workdir; a second translate loads them and says the same
-    assert any(path.name.startswith("jit__segment") for path in (workdir / "jax_cache").iterdir())
+    assert any(path.name.startswith("jit_translate_ids") for path in (workdir / "jax_cache").iterdir())
     run(
         "translate",
         "--workdir",

@@ -60,3 +60,19 @@ def test_staged_decoding_equals_full_recomputation_and_the_one_program_decoder(m
         np.testing.assert_allclose(scores[:, :nbest], reference_scores[:, :nbest], rtol=1e-5, atol=1e-5)
     lengths = (tokens[:, 0] != cfg.pad_id).sum(-1)
     assert len(set(lengths)) > 3  # the sentences really ended at different steps
+
+
+def test_translate_with_retire_finished_gives_the_default_translations(tmp_path):
+    """The option the API and the translate command expose (--retire-finished): a trained model's lines of
+    uneven lengths, greedy and beam 4, the same best translations and scores as the one-program path."""
+    from test_end_to_end import train_reversal_workdir
+
+    import t2t_jax
+
+    translator = t2t_jax.Translator.from_workdir(train_reversal_workdir(tmp_path, steps=60))
+    lines = ["a b c", "a b c d e f g h", "b", "c d e f", "a a b b c c d d e e", "d c"] * 3
+    for beam in (1, 4):
+        plain = translator.translate(lines, beam=beam).hypotheses
+        retired = translator.translate(lines, beam=beam, retire_finished=True).hypotheses
+        assert [line[0].text for line in retired] == [line[0].text for line in plain]
+        np.testing.assert_allclose([line[0].score for line in retired], [line[0].score for line in plain], atol=1e-5)

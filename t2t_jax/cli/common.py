@@ -106,11 +106,13 @@ def use_compilation_cache(workdir) -> None:
     translate / evaluate of the same model and batch shapes loads them instead of compiling (each beam-search
     shape compiles for seconds on CPU, most of a first test-set evaluation).
     Call before anything is compiled; an explicit ``JAX_COMPILATION_CACHE_DIR`` wins; not a workdir: no-op."""
-    if os.environ.get("JAX_COMPILATION_CACHE_DIR") or not Workdir(workdir).config.exists():
+    explicit = os.environ.get("JAX_COMPILATION_CACHE_DIR")
+    if not explicit and not Workdir(workdir).config.exists():
         return
     import jax
 
-    jax.config.update("jax_compilation_cache_dir", str(Workdir(workdir).jax_cache))
+    if not explicit:
+        jax.config.update("jax_compilation_cache_dir", str(Workdir(workdir).jax_cache))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # small models compile fast too
 
 

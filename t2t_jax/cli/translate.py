@@ -37,6 +37,11 @@ def build_parser():
     parser.add_argument(
         "--tokens-per-batch", type=int, help="padded source tokens per batch (default: TOKENS_PER_BATCH, 512)"
     )
+    parser.add_argument(
+        "--retire-finished",
+        action="store_true",
+        help="finished sentences leave their batch as it decodes: faster once compiled, more to compile (large inputs)",
+    )
     return parser
 
 
@@ -70,7 +75,8 @@ def main(argv=None):
     texts = read_lines(args.input) if args.input else _stdin_lines()
     model = load_ensemble(args.ensemble) if args.ensemble else load_for_inference(args.workdir, args.checkpoint)
     meter = Meter("translate", unit="sentences")  # stderr: a live bar on a terminal, lines in a log
-    options = DecodeOptions(args.beam, args.alpha, args.nbest, args.tokens_per_batch or TOKENS_PER_BATCH, sampling)
+    batch = args.tokens_per_batch or TOKENS_PER_BATCH
+    options = DecodeOptions(args.beam, args.alpha, args.nbest, batch, sampling, retire_finished=args.retire_finished)
     translations = translate_texts(
         texts,
         model.tokenizer,

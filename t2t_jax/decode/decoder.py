@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -196,3 +198,37 @@ def translate_uncached(params, inputs, *, cfg: ModelConfig, beam: int = 1, alpha
         return logits[:, index], generated
 
     return _search(SearchLoop(step, batch, max_lengths, max_len, cfg.eos_id, cfg.pad_id), beam, alpha, nbest)
+
+
+_COMPILED: dict = {}  # (rows, length, cfg, beam, alpha, nbest, params placement) -> Future of the compiled program
+_COMPILING = threading.Lock()
+
+
+@functools.cache
+def _compile_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The compile threads, created on first use."""
+    return concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="t2t-compile")
+
+
+def _compile(params, rows: int, length: int, cfg: ModelConfig, beam: int, alpha: float, nbest: int):
+    inputs = jax.ShapeDtypeStruct((rows, length), jnp.int32)
+    return translate_ids.lower(params, inputs, cfg=cfg, beam=beam, alpha=alpha, nbest=nbest).compile()
+
+
+def compile_ahead(params, shapes, *, cfg: ModelConfig, beam: int, alpha: float, nbest: int) -> dict:
+    """{(rows, length): Future of ``translate_ids`` compiled for [rows, length] inputs} for every shape a run
+    will decode, compiled on two threads (XLA compiles a program on one core) while the first batches already
+    decode: a cold start waits for the first shape's compilation, not for all of them in turn. Compiled
+    decoders are kept for the process (the next dev-BLEU evaluation reuses them; a request for a shape being
+    compiled waits for that compilation); the persistent compilation cache serves a later process."""
+    futures = {}
+    leaves, tree = jax.tree_util.tree_flatten(params)  # a program is compiled for its params' placement too
+    placement = (tree, tuple(getattr(leaf, "sharding", None) for leaf in leaves))
+    with _COMPILING:
+        for shape in dict.fromkeys(shapes):
+            key = (*shape, cfg, beam, alpha, nbest, placement)
+            known = _COMPILED.get(key)
+            if known is None or (known.done() and known.exception() is not None):  # a failure is retried
+                _COMPILED[key] = _compile_pool().submit(_compile, params, *shape, cfg, beam, alpha, nbest)
+            futures[shape] = _COMPILED[key]
+    return futures

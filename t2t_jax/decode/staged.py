@@ -142,5 +142,8 @@ def translate_staged(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: 
             keep = np.concatenate([live, np.full(size - len(live), filler)])
             owner = np.concatenate([owner[live], np.full(size - len(live), -1)])
             sentences, carry = _take(sentences, carry, keep, beam=beam)
+            if bounds[phase] < max_len and decode_cache.phases(cfg, size, beam, max_len) == (max_len,):
+                bounds, phase = (max_len,), 0  # caches this small are read whole cheaply: one program fewer per phase
+                carry = _grow(carry, length=max_len, beam=beam)
     keep_outputs(carry.state)
     return tokens, scores

@@ -17,6 +17,7 @@ from t2t_jax.decode.decoder import (
     check_beam,
     check_ensemble,
     check_sampling,
+    compile_ahead,
     ensemble_ids,
     sample_ids,
     sample_keys,
@@ -67,7 +68,9 @@ class Sampling:
 class DecodeOptions:
     """How lines are decoded (the translate command's flags): beam 1 = greedy; ``alpha``: the GNMT length penalty
     (§6.1); ``nbest`` hypotheses per line, or ``nbest`` draws with ``sampling``; ``fit_rows``: batches no larger
-    than their lines need (batch_plan; for latency, not throughput)."""
+    than their lines need (batch_plan; for latency, not throughput); ``retire_finished``: finished sentences
+    leave a batch as it decodes (staged.py: faster once compiled, more programs to compile; for large inputs
+    in one process), else one compiled program per batch shape."""
 
     beam: int = 4
     alpha: float = 0.6
@@ -75,6 +78,7 @@ class DecodeOptions:
     tokens_per_batch: int = TOKENS_PER_BATCH
     sampling: Sampling | None = None
     fit_rows: bool = False
+    retire_finished: bool = False
 
 
 @dataclasses.dataclass
@@ -169,14 +173,20 @@ def translate_texts(
     stats = DecodeStats()
     plan = batch_plan([len(ids[i]) for i in todo], options.tokens_per_batch, cfg.max_len, fit_rows=options.fit_rows)
     if ensemble:  # jit compiles each shape on first use
-        decode = functools.partial(ensemble_ids, cfgs=ensemble, beam=beam, alpha=alpha, nbest=nbest)
-    else:  # finished sentences leave the batch as it decodes (staged.py)
-        decode = functools.partial(translate_staged, cfg=cfg, beam=beam, alpha=alpha, nbest=nbest)
+        ensemble_program = functools.partial(ensemble_ids, cfgs=ensemble, beam=beam, alpha=alpha, nbest=nbest)
+        program = lambda rows, length: ensemble_program  # noqa: E731
+    elif options.retire_finished:  # finished sentences leave the batch as it decodes (staged.py)
+        staged_program = functools.partial(translate_staged, cfg=cfg, beam=beam, alpha=alpha, nbest=nbest)
+        program = lambda rows, length: staged_program  # noqa: E731
+    else:
+        shapes = [(rows, length) for _, _, rows, length in plan]
+        decoders = compile_ahead(params, shapes, cfg=cfg, beam=beam, alpha=alpha, nbest=nbest)
+        program = lambda rows, length: decoders[rows, length].result()  # noqa: E731
     for start, count, rows, length in plan:
         chosen = todo[start : start + count]
         batch = pad_batch([ids[i] for i in chosen], rows, length, cfg.pad_id)
         began = time.perf_counter()
-        sequences, scores = jax.device_get(decode(params, batch))
+        sequences, scores = jax.device_get(program(rows, length)(params, batch))
         stats.seconds += time.perf_counter() - began
         for row, i in enumerate(chosen):
             results[i] = [Hypothesis(tokenizer.decode(sequences[row, k]), float(scores[row, k])) for k in range(nbest)]
