@@ -255,7 +255,8 @@ def decode_staged_table(data: dict) -> str:
         "",
         f"Model: the main config at step {first['step']} ({first['our_dtype']} through `auto`; CTranslate2 float32 "
         f"of the same weights), the {first['sentences']} Multi30k test sentences, {first['threads']} threads; "
-        f"`{first['command']}` in each checkout, {first['date']}, {machine_line(first['machine'])}.",
+        + "; ".join(dict.fromkeys(f"`{run['report']['command']}`" for run in data["runs"]))
+        + f", {first['date']}, {machine_line(first['machine'])}.",
     ]
     return "\n".join(rows)
 

@@ -109,8 +109,8 @@ def test_beam_search_of_one_hypothesis_is_greedy_search_at_alpha_zero(params):
 
     src = sources(seed=1)
     model = decoder.Transformer(CFG)
-    segments, encoded, max_len, max_lengths = decoder._encode(model, params, src, CFG)
-    step, reorder, _ = decoder._cached_step(model, params, encoded, segments, max_len, 1)
+    segments, encoded, max_len, max_lengths = decoder.encode_inputs(model, params, src, CFG)
+    step, reorder, _ = decoder.cached_step(model, params, encoded, segments, max_len, 1)
     loop = SearchLoop(step, len(src), max_lengths, max_len, CFG.eos_id, CFG.pad_id, reorder_fn=reorder)
     greedy, greedy_score = greedy_search(loop)
     beam, beam_score = beam_search(loop, beam=1, alpha=0.0)

@@ -32,7 +32,7 @@ def check_beam(beam: int, nbest: int = 1) -> None:
         raise ConfigError(f"--nbest {nbest}: need 1 <= nbest <= beam ({beam})")
 
 
-def _encode(model, params, inputs, cfg: ModelConfig):
+def encode_inputs(model, params, inputs, cfg: ModelConfig):
     """(source segments, encoder output, static output length, per-sentence limits = length + 50)."""
     segments = (inputs != cfg.pad_id).astype(jnp.int32)
     encoded = model.apply({"params": params}, inputs, segments, method=Transformer.encode)
@@ -40,7 +40,7 @@ def _encode(model, params, inputs, cfg: ModelConfig):
     return segments, encoded, max_len, jnp.minimum(segments.sum(-1) + EXTRA_LENGTH, max_len)
 
 
-def _cached_step(model, params, encoded, input_segments, first_length, beam):
+def cached_step(model, params, encoded, input_segments, first_length, beam):
     """(step_fn, reorder_fn, grow_fn) of the searches over the model's grouped caches (decode_cache.py):
     the caches are created for ``first_length`` positions on the first step; a later step reads its length
     off them."""
@@ -57,7 +57,7 @@ def _cached_step(model, params, encoded, input_segments, first_length, beam):
     return step, decode_cache.reorder, lambda cache, length: decode_cache.grow(cache, length, beam)
 
 
-def _first_cache(step, params, encoded, cfg: ModelConfig, rows: int):
+def empty_first_cache(step, params, encoded, cfg: ModelConfig, rows: int):
     """The cache step 0 would create, built without a decoder step: zero buffers of the shapes step 0
     makes (traced, not run), each layer's cross-attention keys/values projected by its own module. Step 0
     then runs inside the search loop, and a compiled decoder holds one copy of the step fewer per program
@@ -93,11 +93,11 @@ def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: flo
 def _model_search(params, inputs, cfg: ModelConfig, beam: int) -> SearchLoop:
     """The searches' loop over one model's cached steps for ``inputs``."""
     model = Transformer(cfg)
-    segments, encoded, max_len, max_lengths = _encode(model, params, inputs, cfg)
+    segments, encoded, max_len, max_lengths = encode_inputs(model, params, inputs, cfg)
     rows = inputs.shape[0] * beam
     phases = decode_cache.phases(cfg, inputs.shape[0], beam, max_len)
-    step, reorder, grow = _cached_step(model, params, encoded, segments, phases[0], beam)
-    first = _first_cache(step, params, encoded, cfg, rows)
+    step, reorder, grow = cached_step(model, params, encoded, segments, phases[0], beam)
+    first = empty_first_cache(step, params, encoded, cfg, rows)
     return SearchLoop(step, inputs.shape[0], max_lengths, max_len, cfg.eos_id, cfg.pad_id, phases, grow, first, reorder)
 
 
@@ -110,13 +110,13 @@ def ensemble_ids(params, inputs, *, cfgs: tuple, beam: int = 4, alpha: float = 0
     check_beam(beam, nbest)
     check_ensemble(cfgs)
     models = [Transformer(cfg) for cfg in cfgs]
-    encodings = [_encode(m, p, inputs, c) for m, p, c in zip(models, params, cfgs)]
+    encodings = [encode_inputs(m, p, inputs, c) for m, p, c in zip(models, params, cfgs)]
     segments = encodings[0][0]
     max_len = min(e[2] for e in encodings)  # the shortest position table among the models
     max_lengths = jnp.minimum(encodings[0][3], max_len)
     batch = inputs.shape[0]
     phases = decode_cache.phases(cfgs[0], batch, beam, max_len)
-    parts = [_cached_step(m, p, e[1], segments, phases[0], beam) for m, p, e in zip(models, params, encodings)]
+    parts = [cached_step(m, p, e[1], segments, phases[0], beam) for m, p, e in zip(models, params, encodings)]
     steps = [part[0] for part in parts]
 
     def step(caches, tokens, index):
@@ -131,7 +131,8 @@ def ensemble_ids(params, inputs, *, cfgs: tuple, beam: int = 4, alpha: float = 0
     def grow(caches, length):
         return tuple(part[2](cache, length) for part, cache in zip(parts, caches))
 
-    first = tuple(_first_cache(one, p, e[1], c, batch * beam) for one, p, e, c in zip(steps, params, encodings, cfgs))
+    members = zip(steps, params, encodings, cfgs)
+    first = tuple(empty_first_cache(one, p, e[1], c, batch * beam) for one, p, e, c in members)
     loop = SearchLoop(step, batch, max_lengths, max_len, cfgs[0].eos_id, cfgs[0].pad_id, phases, grow, first, reorder)
     return _search(loop, beam, alpha, nbest)
 
@@ -182,7 +183,7 @@ def translate_uncached(params, inputs, *, cfg: ModelConfig, beam: int = 1, alpha
     (no cache; the reference the cached paths are tested against, and the benchmark's baseline)."""
     check_beam(beam, nbest)
     model = Transformer(cfg)
-    segments, encoded, max_len, max_lengths = _encode(model, params, inputs, cfg)
+    segments, encoded, max_len, max_lengths = encode_inputs(model, params, inputs, cfg)
     batch = inputs.shape[0]
     rows = batch * beam
     encoded, inputs, segments = (jnp.repeat(x, beam, axis=0) for x in (encoded, inputs, segments))

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from t2t_jax.decode import search
-from t2t_jax.decode.decoder import _cached_step, _encode, _first_cache, check_beam, decode_length
+from t2t_jax.decode.decoder import cached_step, check_beam, decode_length, empty_first_cache, encode_inputs
 from t2t_jax.model import Transformer, decode_cache
 from t2t_jax.model.config import ModelConfig
 
@@ -38,7 +38,7 @@ class Sentences(NamedTuple):
 
 def _loop(params, sentences: Sentences, cfg: ModelConfig, beam: int) -> search.SearchLoop:
     model = Transformer(cfg)
-    step, reorder, _ = _cached_step(model, params, sentences.encoded, sentences.segments, 0, beam)
+    step, reorder, _ = cached_step(model, params, sentences.encoded, sentences.segments, 0, beam)
     max_len = decode_length(cfg, sentences.segments.shape[1])
     batch = sentences.max_lengths.shape[0]
     return search.SearchLoop(step, batch, sentences.max_lengths, max_len, cfg.eos_id, cfg.pad_id, reorder_fn=reorder)
@@ -51,17 +51,17 @@ def _pieces(loop: search.SearchLoop, beam: int, alpha: float, nbest: int) -> sea
 @functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest", "first_length"))
 def _begin(params, inputs, *, cfg: ModelConfig, beam: int, alpha: float, nbest: int, first_length: int):
     """(Sentences, the carry before step 0): the encoder's work and empty caches of ``first_length`` positions."""
-    segments, encoded, _, max_lengths = _encode(Transformer(cfg), params, inputs, cfg)
+    segments, encoded, _, max_lengths = encode_inputs(Transformer(cfg), params, inputs, cfg)
     sentences = Sentences(encoded, segments, max_lengths)
-    step, _, _ = _cached_step(Transformer(cfg), params, encoded, segments, first_length, beam)
+    step, _, _ = cached_step(Transformer(cfg), params, encoded, segments, first_length, beam)
     loop = _loop(params, sentences, cfg, beam)._replace(
-        first_cache=_first_cache(step, params, encoded, cfg, inputs.shape[0] * beam)
+        first_cache=empty_first_cache(step, params, encoded, cfg, inputs.shape[0] * beam)
     )
     return sentences, search.first_carry(loop, _pieces(loop, beam, alpha, nbest), search.first_tokens(loop, beam))
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest"))
-def _segment(params, sentences: Sentences, carry, end, floor, *, cfg: ModelConfig, beam: int, alpha, nbest: int):
+def _segment(params, sentences: Sentences, carry, end, floor, *, cfg: ModelConfig, beam: int, alpha: float, nbest: int):
     """(carry, searching [batch] bool) after stepping while any sentence searches, ``t < end`` (the cache's
     bound) and more than ``floor`` sentences search."""
     loop = _loop(params, sentences, cfg, beam)
