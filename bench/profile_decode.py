@@ -86,6 +86,25 @@ def real_batch(workdir, checkpoint, batch):
     return model.cfg, model.params, pad_batch(middle, batch, length, model.cfg.pad_id)
 
 
+def loop_steps(params, src, cfg, beam: int) -> int:
+    """The steps the search's loop takes on ``src`` (a trained model stops early), read off its final carry."""
+    from t2t_jax.decode import search
+
+    seen, plain = [], search.run_loop
+
+    def recording(cond, body, carry, phases, grow_fn=None):
+        out = plain(cond, body, carry, phases, grow_fn)
+        jax.debug.callback(lambda t: seen.append(int(t)), out.state.t)
+        return out
+
+    search.run_loop = recording
+    try:  # a new function: traced afresh under the patch
+        jax.block_until_ready(jax.jit(lambda p, s: translate_ids.__wrapped__(p, s, cfg=cfg, beam=beam))(params, src))
+    finally:
+        search.run_loop = plain
+    return seen[-1]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="tiny", choices=sorted(SIZES))
@@ -112,7 +131,7 @@ def main():
         wall = time.perf_counter() - start
     trace = json.load(gzip.open(glob.glob(f"{directory}/**/*.trace.json.gz", recursive=True)[0]))
     events = [e for e in trace["traceEvents"] if e.get("ph") == "X" and not e["name"].startswith(RUNTIME_EVENTS)]
-    steps = args.source_length + 50
+    steps = loop_steps(params, src, cfg, args.beam) if args.workdir else args.source_length + 50
     per_group, threads = collections.Counter(), {e["tid"] for e in events}
     nested = {e["name"] for e in events if e["name"].startswith(("cond", "while"))}  # containers: counted inside
     for event in events:
@@ -125,7 +144,7 @@ def main():
         json.dumps(
             recorded(
                 {
-                    "size": args.size,
+                    "size": f"{args.workdir} ({args.checkpoint})" if args.workdir else args.size,
                     "batch": args.batch,
                     "beam": args.beam,
                     "dtype": args.dtype,
