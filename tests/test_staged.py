@@ -76,3 +76,18 @@ def test_translate_with_retire_finished_gives_the_default_translations(tmp_path)
         retired = translator.translate(lines, beam=beam, retire_finished=True).hypotheses
         assert [line[0].text for line in retired] == [line[0].text for line in plain]
         np.testing.assert_allclose([line[0].score for line in retired], [line[0].score for line in plain], atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["ensemble", "sample"])
+def test_retire_finished_refuses_ensembles_and_sampling_with_one_message(kind):
+    """Staged decoding runs one model's beam or greedy search; the other decoders would ignore the option."""
+    from t2t_jax.decode.translate import DecodeOptions, Sampling, translate_texts
+    from t2t_jax.errors import ConfigError
+
+    cfg, options = CFG, DecodeOptions(retire_finished=True)
+    if kind == "ensemble":
+        cfg = (CFG, CFG)
+    else:
+        options = DecodeOptions(retire_finished=True, sampling=Sampling())
+    with pytest.raises(ConfigError, match=f"--retire-finished .* not with --{kind}"):
+        translate_texts(["a b"], None, None, cfg, options)

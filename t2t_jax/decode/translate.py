@@ -147,6 +147,9 @@ def translate_texts(
         check_sampling(sampling.temperature, sampling.top_k, sampling.top_p)
         check_beam(nbest, nbest)
     ensemble = cfg if isinstance(cfg, tuple) else None  # load_ensemble: one config per model
+    if options.retire_finished and (ensemble or sampling):
+        what = "--ensemble" if ensemble else "--sample"
+        raise ConfigError(f"--retire-finished decodes one model by beam or greedy search: not with {what}")
     cfg = dataclasses.replace(ensemble[0], max_len=min(c.max_len for c in ensemble)) if ensemble else cfg
     ids = tokenizer.encode_batch(texts)
     overlong = [i for i, x in enumerate(ids) if len(x) > cfg.max_len]
