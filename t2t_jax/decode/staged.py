@@ -36,9 +36,10 @@ class Sentences(NamedTuple):
     max_lengths: jax.Array  # [batch] int32: source length + 50 (§6.1)
 
 
-def _loop(params, sentences: Sentences, cfg: ModelConfig, beam: int) -> search.SearchLoop:
+def _loop(params, sentences: Sentences, cfg: ModelConfig, beam: int, first_length: int = 0) -> search.SearchLoop:
+    """The search's loop over the model's cached steps (``first_length``: the caches a step without one makes)."""
     model = Transformer(cfg)
-    step, reorder, _ = cached_step(model, params, sentences.encoded, sentences.segments, 0, beam)
+    step, reorder, _ = cached_step(model, params, sentences.encoded, sentences.segments, first_length, beam)
     max_len = decode_length(cfg, sentences.segments.shape[1])
     batch = sentences.max_lengths.shape[0]
     return search.SearchLoop(step, batch, sentences.max_lengths, max_len, cfg.eos_id, cfg.pad_id, reorder_fn=reorder)
@@ -53,10 +54,8 @@ def _begin(params, inputs, *, cfg: ModelConfig, beam: int, alpha: float, nbest: 
     """(Sentences, the carry before step 0): the encoder's work and empty caches of ``first_length`` positions."""
     segments, encoded, _, max_lengths = encode_inputs(Transformer(cfg), params, inputs, cfg)
     sentences = Sentences(encoded, segments, max_lengths)
-    step, _, _ = cached_step(Transformer(cfg), params, encoded, segments, first_length, beam)
-    loop = _loop(params, sentences, cfg, beam)._replace(
-        first_cache=empty_first_cache(step, params, encoded, cfg, inputs.shape[0] * beam)
-    )
+    loop = _loop(params, sentences, cfg, beam, first_length)
+    loop = loop._replace(first_cache=empty_first_cache(loop.step_fn, params, encoded, cfg, inputs.shape[0] * beam))
     return sentences, search.first_carry(loop, _pieces(loop, beam, alpha, nbest), search.first_tokens(loop, beam))
 
 
