@@ -95,15 +95,16 @@ def server_latency(url, sentences) -> tuple[dict, list]:
     return one_at_a_time(lambda line: post(url, "/translate", {"src": line})["translations"][0]["text"], sentences)
 
 
-def server_throughput(url, sentences, clients) -> dict:
-    """``clients`` threads, each sending its share of ``sentences`` one request (one sentence) at a time."""
+def server_throughput(url, sentences, clients, options=None) -> dict:
+    """``clients`` threads, each sending its share of ``sentences`` one request (one sentence, with the JSON
+    ``options``) at a time."""
     outputs = [None] * len(sentences)
     seconds = []
 
     def client(first):
         for i in range(first, len(sentences), clients):
             start = time.perf_counter()
-            outputs[i] = post(url, "/translate", {"src": sentences[i]})["translations"][0]["text"]
+            outputs[i] = post(url, "/translate", {"src": sentences[i], **(options or {})})["translations"][0]["text"]
             seconds.append(time.perf_counter() - start)
 
     start = time.perf_counter()
@@ -172,6 +173,11 @@ def main():
     parser.add_argument("--requests", type=int, default=200, help="one-sentence requests timed for latency")
     parser.add_argument("--clients", default="8,32", help="concurrent client counts; the first is the target's")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument(
+        "--retire-finished",
+        action="store_true",
+        help="also the concurrent clients sending retire_finished: true (after a warm-up pass over the test set)",
+    )
     args = parser.parse_args()
     clients = [int(count) for count in args.clients.split(",")]
     translator = Translator.from_workdir(args.workdir, args.checkpoint)
@@ -226,6 +232,18 @@ def main():
                 (after["requests"] - before["requests"]) / (after["batches"] - before["batches"]), 2
             )
             report[f"server_{count}_clients"] = entry
+            if args.retire_finished:
+                retire = {"retire_finished": True}
+                server_throughput(url, sources, count, retire)  # warm: the staged shapes of the test set
+                before = get(url, "/health")
+                entry, retired = server_throughput(url, sources, count, retire)
+                after = get(url, "/health")
+                entry["sacrebleu"] = round(sacre_bleu(retired, references)["score"], 2)
+                entry["identical_lines_vs_default"] = sum(a == b for a, b in zip(retired, concurrent)) / len(sources)
+                entry["mean_sentences_per_batch"] = round(
+                    (after["requests"] - before["requests"]) / (after["batches"] - before["batches"]), 2
+                )
+                report[f"server_{count}_clients_retire_finished"] = entry
         report["server_one_sentence"]["identical_lines_vs_batch_api"] = sum(a == b for a, b in zip(served, best)) / len(
             served
         )
@@ -250,6 +268,12 @@ def main():
             2,
         ),
     }
+    if args.retire_finished:
+        report["targets"]["concurrent_throughput_retire_finished_over_translate_command"] = round(
+            report[f"server_{clients[0]}_clients_retire_finished"]["sentences_per_s"]
+            / report["translate_command_warm"]["sentences_per_s"],
+            2,
+        )
     print(json.dumps(recorded(report), indent=2))
 
 

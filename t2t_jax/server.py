@@ -1,7 +1,8 @@
 """A translation server: one loaded, compiled model behind an HTTP JSON endpoint (aiohttp).
 
     POST /translate  {"src": "A man rides a bike." | [lines], "beam": 4, "alpha": 0.6, "nbest": 1,
-                      "sample": false, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": 0}
+                      "sample": false, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": 0,
+                      "retire_finished": false}
                   -> {"translations": [{"text": best, "score": s, "hypotheses": [{"text", "score"} x nbest]}]}
     POST /score      {"src": [lines], "tgt": [lines], "per_token": false}
                   -> {"scores": [{"total", "normalized", "tokens"(, "per_token")}]}
@@ -21,12 +22,14 @@ import concurrent.futures
 import dataclasses
 import inspect
 import json
+import re
 import signal
 
 from aiohttp import web
 
 from t2t_jax.api import Translator
 from t2t_jax.decode.decoder import check_beam, check_sampling
+from t2t_jax.decode.translate import check_retire_finished
 from t2t_jax.errors import T2TError
 
 # Translator.translate's decoding options: the JSON keys and their types (defaults read off its signature).
@@ -39,6 +42,7 @@ TRANSLATE_OPTIONS = {
     "top_k": int,
     "top_p": float,
     "seed": int,
+    "retire_finished": bool,
 }
 SCORE_OPTIONS = {"per_token": bool}
 
@@ -140,8 +144,9 @@ class Service:
                 check_beam(options["nbest"], options["nbest"])
             else:
                 check_beam(options["beam"], options["nbest"])
-        except T2TError as error:  # the command's message names its flags: name the JSON keys instead
-            message = str(error).replace("--top-k", "top_k").replace("--top-p", "top_p").replace("--", "")
+            check_retire_finished(options["retire_finished"], ensemble=self.ensemble, sampling=options["sample"])
+        except T2TError as error:  # the command's message names its flags (--top-k): name the JSON keys (top_k)
+            message = re.sub(r"--([a-z-]+)", lambda flag: flag.group(1).replace("-", "_"), str(error))
             raise RequestError(message) from None
         if options["sample"] and self.ensemble:
             raise RequestError("sampling draws from one model: this server decodes an ensemble")

@@ -84,6 +84,29 @@ def test_translate_equals_the_api_with_beam_and_nbest(server, translator):
     assert status == 200 and one["translations"][0]["text"] == translator.translate(LINES[:1]).best[0]
 
 
+def test_retire_finished_is_a_request_option_with_the_api_translations(server, translator):
+    status, reply = call(server, "/translate", {"src": LINES, "beam": 2, "retire_finished": True})
+    assert status == 200
+    expected = translator.translate(LINES, beam=2, retire_finished=True).hypotheses
+    assert [line["text"] for line in reply["translations"]] == [hyps[0].text for hyps in expected]
+    assert [line["score"] for line in reply["translations"]] == pytest.approx([h[0].score for h in expected], abs=1e-4)
+
+
+def test_the_server_the_api_and_the_command_name_the_same_decoding_options():
+    """Every decoding option of Translator.translate is a JSON key of the same name and a flag of the translate
+    command (underscores as dashes); the server sets fit_rows itself, and batch sizing is the caller's."""
+    import inspect
+
+    from t2t_jax.cli.translate import build_parser
+    from t2t_jax.server import TRANSLATE_OPTIONS
+
+    callers_own = {"self", "texts", "progress", "fit_rows", "tokens_per_batch"}
+    api = set(inspect.signature(t2t_jax.Translator.translate).parameters) - callers_own
+    assert set(TRANSLATE_OPTIONS) == api
+    flags = {option for action in build_parser()._actions for option in action.option_strings}
+    assert {"--" + name.replace("_", "-") for name in api} <= flags
+
+
 def test_sampling_is_the_api_sampling_for_the_same_seed(server, translator):
     body = {"src": LINES, "sample": True, "nbest": 3, "temperature": 1.5, "top_k": 5, "seed": 7}
     status, reply = call(server, "/translate", body)
@@ -201,6 +224,8 @@ def test_clients_that_join_later_decode_with_the_first_ones_instead_of_taking_tu
         (b'{"src": "a", "beam": 2, "nbest": 3}', "nbest 3: need 1 <= nbest <= beam"),
         (b'{"src": "a", "sample": true, "top_p": 0}', "top_p 0.0: need 0 < top_p <= 1"),
         (b'{"src": "a", "sample": true, "temperature": -1}', "temperature -1.0: need >= 0"),
+        (b'{"src": "a", "retire_finished": 1}', "'retire_finished' must be bool"),
+        (b'{"src": "a", "sample": true, "retire_finished": true}', "retire_finished decodes one model"),
     ],
     ids=lambda value: None if isinstance(value, bytes) else value[:40],
 )

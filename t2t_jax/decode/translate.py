@@ -134,6 +134,13 @@ def load_ensemble(specs) -> LoadedModel:
     return LoadedModel(cfgs, tuple(model.params for model in models), models[0].tokenizer, models[0].config, -1)
 
 
+def check_retire_finished(retire_finished: bool, *, ensemble: bool, sampling: bool) -> None:
+    """Staged decoding (staged.py) runs one model's beam or greedy search: one message for anything else."""
+    if retire_finished and (ensemble or sampling):
+        what = "--ensemble" if ensemble else "--sample"
+        raise ConfigError(f"--retire-finished decodes one model by beam or greedy search: not with {what}")
+
+
 def translate_texts(
     texts, tokenizer, params, cfg: ModelConfig, options: DecodeOptions = DecodeOptions(), *, log=print, progress=None
 ) -> Translations:
@@ -147,9 +154,7 @@ def translate_texts(
         check_sampling(sampling.temperature, sampling.top_k, sampling.top_p)
         check_beam(nbest, nbest)
     ensemble = cfg if isinstance(cfg, tuple) else None  # load_ensemble: one config per model
-    if options.retire_finished and (ensemble or sampling):
-        what = "--ensemble" if ensemble else "--sample"
-        raise ConfigError(f"--retire-finished decodes one model by beam or greedy search: not with {what}")
+    check_retire_finished(options.retire_finished, ensemble=bool(ensemble), sampling=sampling is not None)
     cfg = dataclasses.replace(ensemble[0], max_len=min(c.max_len for c in ensemble)) if ensemble else cfg
     ids = tokenizer.encode_batch(texts)
     overlong = [i for i, x in enumerate(ids) if len(x) > cfg.max_len]
