@@ -266,6 +266,11 @@ def serve_table(data: dict) -> str:
     concurrent = sorted(
         (int(key.split("_")[1]), value) for key, value in data.items() if re.fullmatch(r"server_\d+_clients", key)
     )
+    retired = sorted(
+        (int(key.split("_")[1]), value)
+        for key, value in data.items()
+        if re.fullmatch(r"server_\d+_clients_retire_finished", key)
+    )
     batch, score, sample = data["translate_batch_api"], data["score_api"], data["sample_api_topk10"]
     rows = [
         "| path (beam 4 unless said) | median | p95 | sentences/s |",
@@ -283,6 +288,13 @@ def serve_table(data: dict) -> str:
             f"{entry['sentences_per_s']:g} |"
             for count, entry in concurrent
         ),
+        *(
+            f"| `t2t-serve --retire-finished`, {count} concurrent clients (mean batch: "
+            f"{entry['mean_sentences_per_batch']:g} sentences; translations identical to the default's: "
+            f"{entry['identical_lines_vs_default']:.0%}) | {entry['median_ms']:g} ms | {entry['p95_ms']:g} ms | "
+            f"{entry['sentences_per_s']:g} |"
+            for count, entry in retired
+        ),
         f"| batch translation (`Translator.translate`, the test set at once) | | | {batch['sentences_per_s']:g} |",
         f"| the `t2t-translate` command on the test set file (warm compilation cache; process start and loading "
         f"included) | | | {data['translate_command_warm']['sentences_per_s']:g} |",
@@ -295,8 +307,13 @@ def serve_table(data: dict) -> str:
         f"The server's median one-sentence latency is {targets['server_median_latency_over_ctranslate2']:.2f}× "
         f"CTranslate2's in-process call; {data['clients']} concurrent clients get "
         f"{targets['concurrent_throughput_over_translate_command']:.2f}× the sentences/s of the translate command "
-        f"and {targets['concurrent_throughput_over_batch_api']:.2f}× those of the in-process batch path. "
-        f"Model: the main job's config ({data['dtype']}) at step {data['step']} "
+        f"and {targets['concurrent_throughput_over_batch_api']:.2f}× those of the in-process batch path"
+        + (
+            f"; with `--retire-finished`, {retired_ratio:.2f}× the command's. "
+            if (retired_ratio := targets.get("concurrent_throughput_retire_finished_over_translate_command"))
+            else ". "
+        )
+        + f"Model: the main job's config ({data['dtype']}) at step {data['step']} "
         f"({data['checkpoint']}, test sacreBLEU {batch['sacrebleu']:.2f}; every engine here decodes the same "
         f"lengths from it), on the {data['test_sentences']} Multi30k test sentences "
         f"({data['latency_requests']} for latency). `{data['command']}`, {data['date']}, "

@@ -92,12 +92,15 @@ def _typed(body: dict, allowed: dict, defaults: dict) -> dict:
 class Service:
     """The request logic without HTTP: checks a request body, queues it, batches what is queued together."""
 
-    def __init__(self, translator: Translator, limits: Limits = Limits()):
+    def __init__(self, translator: Translator, limits: Limits = Limits(), *, retire_finished: bool = False):
+        """``retire_finished``: the default of requests that do not set it (sampling requests excepted): a
+        server runs long enough for the staged decoder's extra programs to pay (docs/serving.md)."""
         self.translator = translator
         self.limits = limits
-        self.defaults = option_defaults()
         cfg = translator.model.cfg
         self.ensemble = isinstance(cfg, tuple)
+        check_retire_finished(retire_finished, ensemble=self.ensemble, sampling=False)
+        self.defaults = {**option_defaults(), "retire_finished": retire_finished}
         self.max_tokens = min(c.max_len for c in cfg) if self.ensemble else cfg.max_len
         self.requests = 0
         self.batches = 0
@@ -137,6 +140,8 @@ class Service:
         if not isinstance(body, dict):
             raise RequestError("the body must be a JSON object")
         options = _typed(body, TRANSLATE_OPTIONS, self.defaults)
+        if options["sample"] and "retire_finished" not in body:  # the server's default is for searches
+            options["retire_finished"] = False
         lines = self._lines(body, "src")
         try:
             if options["sample"]:
@@ -308,6 +313,7 @@ def build_app(service: Service, *, describe: str = "", log=print) -> web.Applica
                 "requests": service.requests,
                 "batches": service.batches,
                 "waiting": waiting,
+                "defaults": service.defaults,
             }
         )
 

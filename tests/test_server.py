@@ -92,6 +92,28 @@ def test_retire_finished_is_a_request_option_with_the_api_translations(server, t
     assert [line["score"] for line in reply["translations"]] == pytest.approx([h[0].score for h in expected], abs=1e-4)
 
 
+def test_serve_retire_finished_is_the_default_of_searches_that_do_not_set_it(workdir, translator):
+    """``t2t-serve --retire-finished``: /health shows the default; a request without the key gets the API's
+    retire_finished translations, one that sets false or samples decodes without it (no refusal)."""
+    from t2t_jax.server import Service
+
+    service = Service(translator, retire_finished=True)
+    assert service.check_translate({"src": "a"})[1]["retire_finished"] is True
+    assert service.check_translate({"src": "a", "retire_finished": False})[1]["retire_finished"] is False
+    assert service.check_translate({"src": "a", "sample": True})[1]["retire_finished"] is False
+    assert Service(translator).check_translate({"src": "a"})[1]["retire_finished"] is False
+    process, url = start_server("--workdir", str(workdir), "--retire-finished", "--no-warmup")
+    try:
+        assert call(url, "/health")[1]["defaults"]["retire_finished"] is True
+        status, reply = call(url, "/translate", {"src": LINES, "beam": 2})
+        expected = translator.translate(LINES, beam=2, retire_finished=True).best
+        assert status == 200 and [line["text"] for line in reply["translations"]] == expected
+        assert call(url, "/translate", {"src": LINES[:1], "sample": True})[0] == 200
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+
+
 def test_the_server_the_api_and_the_command_name_the_same_decoding_options():
     """Every decoding option of Translator.translate is a JSON key of the same name and a flag of the translate
     command (underscores as dashes); the server sets fit_rows itself, and batch sizing is the caller's."""

@@ -1,5 +1,5 @@
-"""``t2t-serve --workdir DIR [--checkpoint averaged] [--host 127.0.0.1] [--port 8000]`` (or ``--ensemble``):
-translate and score over HTTP with the model loaded and compiled once (t2t_jax/server.py)."""
+"""``t2t-serve --workdir DIR [--checkpoint averaged] [--host 127.0.0.1] [--port 8000] [--retire-finished]``
+(or ``--ensemble``): translate and score over HTTP with the model loaded and compiled once (t2t_jax/server.py)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,11 @@ def build_parser():
     parser.add_argument("--max-chars", type=int, default=2000, help="characters one line may have")
     parser.add_argument(
         "--batch-wait-ms", type=float, default=2.0, help="how long a request waits for others to join its batch"
+    )
+    parser.add_argument(
+        "--retire-finished",
+        action="store_true",
+        help="requests decode with retire_finished unless they say otherwise: more throughput under concurrency",
     )
     parser.add_argument("--no-warmup", action="store_true", help="compile on the first requests, not at start")
     return parser
@@ -54,7 +59,8 @@ def main(argv=None):
     else:
         translator = Translator.from_workdir(args.workdir, args.checkpoint)
         describe = f"{args.workdir} (checkpoint {args.checkpoint}, step {translator.model.step})"
-    service = Service(translator, Limits(args.max_lines, args.max_chars, args.batch_wait_ms / 1000))
+    limits = Limits(args.max_lines, args.max_chars, args.batch_wait_ms / 1000)
+    service = Service(translator, limits, retire_finished=args.retire_finished)
     if not args.no_warmup:
         log("compiling the decoder for short requests ...")
         warm_up(service)
