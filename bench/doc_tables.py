@@ -18,16 +18,33 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 def main_jobs_table(data: dict) -> str:
     rows = [
-        "| task | direction | config | test sacreBLEU | chrF | steps | minutes | hardware | commit, date | report |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| task | direction | config | test sacreBLEU | chrF | lowercased tokenized BLEU | steps | minutes | hardware "
+        "| commit, date | report |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for run in data["runs"]:
         report = f"[{pathlib.Path(run['report']).name}]({run['report']})"
+        lowercased = run.get("test_lowercase_tokenized_bleu")
         rows.append(
             f"| {run['task']} | {run['direction']} | `{run['config']}` | **{run['test_sacrebleu']:.2f}** | "
-            f"{run['test_chrf']:.2f} | {run['steps']} | {run['minutes']:.1f} | {run['hardware']} | "
-            f"{run['commit']}, {run['date']} | {report} |"
+            f"{run['test_chrf']:.2f} | {'—' if lowercased is None else f'{lowercased:.2f}'} | {run['steps']} | "
+            f"{run['minutes']:.1f} | {run['hardware']} | {run['commit']}, {run['date']} | {report} |"
         )
+    published = data.get("published", [])
+    if published:
+        rows += [
+            "",
+            "Published text-only results on the same test set, scored as the column above (lowercased, "
+            "Moses-tokenized, corpus BLEU on tokens):",
+            "",
+            "| system | direction | BLEU | model | training | source |",
+            "|---|---|---|---|---|---|",
+            *(
+                f"| {entry['system']} | {entry['direction']} | {entry['bleu']:.2f} | {entry['model']} | "
+                f"{entry['training']} | {entry['source']} |"
+                for entry in published
+            ),
+        ]
     return "\n".join(rows)
 
 
