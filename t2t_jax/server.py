@@ -94,7 +94,7 @@ class Service:
 
     def __init__(self, translator: Translator, limits: Limits = Limits(), *, retire_finished: bool = False):
         """``retire_finished``: the default of requests that do not set it (sampling requests excepted): a
-        server runs long enough for the staged decoder's extra programs to pay (docs/serving.md)."""
+        server runs long enough for the staged decoder's extra programs to pay (docs/decoding.md, "Serving")."""
         self.translator = translator
         self.limits = limits
         cfg = translator.model.cfg
