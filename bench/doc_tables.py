@@ -34,8 +34,9 @@ def main_jobs_table(data: dict) -> str:
     if published:
         rows += [
             "",
-            "Published text-only results on the same test set, scored as the column above (lowercased, "
-            "Moses-tokenized, corpus BLEU on tokens):",
+            "Published text-only results on the same test set, scored as the lowercased tokenized BLEU column "
+            "(lowercased, Moses-tokenized, corpus BLEU on tokens; a run shows — there when its test hypotheses "
+            "were not kept to be scored that way):",
             "",
             "| system | direction | BLEU | model | training | source |",
             "|---|---|---|---|---|---|",
