@@ -281,14 +281,12 @@ def decode_staged_table(data: dict) -> str:
 
 def serve_table(data: dict) -> str:
     one, ct2 = data["server_one_sentence"], data["ctranslate2_float32_one_sentence"]
-    concurrent = sorted(
-        (int(key.split("_")[1]), value) for key, value in data.items() if re.fullmatch(r"server_\d+_clients", key)
-    )
-    retired = sorted(
-        (int(key.split("_")[1]), value)
-        for key, value in data.items()
-        if re.fullmatch(r"server_\d+_clients_retire_finished", key)
-    )
+
+    def by_clients(suffix: str) -> list:  # [(clients, entry)] of the server_N_clients<suffix> entries
+        pattern = re.compile(rf"server_(\d+)_clients{suffix}")
+        return sorted((int(m.group(1)), value) for key, value in data.items() if (m := pattern.fullmatch(key)))
+
+    concurrent, retired = by_clients(""), by_clients("_retire_finished")
     batch, score, sample = data["translate_batch_api"], data["score_api"], data["sample_api_topk10"]
     rows = [
         "| path (beam 4 unless said) | median | p95 | sentences/s |",

@@ -95,9 +95,10 @@ def server_latency(url, sentences) -> tuple[dict, list]:
     return one_at_a_time(lambda line: post(url, "/translate", {"src": line})["translations"][0]["text"], sentences)
 
 
-def server_throughput(url, sentences, clients, options=None) -> dict:
+def server_throughput(url, sentences, clients, options=None, references=None) -> dict:
     """``clients`` threads, each sending its share of ``sentences`` one request (one sentence, with the JSON
-    ``options``) at a time."""
+    ``options``) at a time: (wall time, rate, latency percentiles, the server's mean batch and, given
+    ``references``, sacreBLEU; the translations)."""
     outputs = [None] * len(sentences)
     seconds = []
 
@@ -107,6 +108,7 @@ def server_throughput(url, sentences, clients, options=None) -> dict:
             outputs[i] = post(url, "/translate", {"src": sentences[i], **(options or {})})["translations"][0]["text"]
             seconds.append(time.perf_counter() - start)
 
+    before = get(url, "/health")
     start = time.perf_counter()
     threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
     for thread in threads:
@@ -114,11 +116,18 @@ def server_throughput(url, sentences, clients, options=None) -> dict:
     for thread in threads:
         thread.join()
     wall = time.perf_counter() - start
-    return {
+    after = get(url, "/health")
+    entry = {
         "seconds": round(wall, 2),
         "sentences_per_s": round(len(sentences) / wall, 1),
         **percentiles(seconds),
-    }, outputs
+        "mean_sentences_per_batch": round(
+            (after["requests"] - before["requests"]) / (after["batches"] - before["batches"]), 2
+        ),
+    }
+    if references is not None:
+        entry["sacrebleu"] = round(sacre_bleu(outputs, references)["score"], 2)
+    return entry, outputs
 
 
 def ct2_latency(directory, sentences, cfg, threads) -> tuple[dict, list]:
@@ -224,25 +233,12 @@ def main():
         report["server_one_sentence"], served = server_latency(url, latency_set)
         for count in clients:
             server_throughput(url, sources[:64], count)  # warm: the shapes of concurrent batches
-            before = get(url, "/health")
-            entry, concurrent = server_throughput(url, sources, count)
-            after = get(url, "/health")
-            entry["sacrebleu"] = round(sacre_bleu(concurrent, references)["score"], 2)
-            entry["mean_sentences_per_batch"] = round(
-                (after["requests"] - before["requests"]) / (after["batches"] - before["batches"]), 2
-            )
-            report[f"server_{count}_clients"] = entry
+            report[f"server_{count}_clients"], concurrent = server_throughput(url, sources, count, None, references)
             if args.retire_finished:
                 retire = {"retire_finished": True}
                 server_throughput(url, sources, count, retire)  # warm: the staged shapes of the test set
-                before = get(url, "/health")
-                entry, retired = server_throughput(url, sources, count, retire)
-                after = get(url, "/health")
-                entry["sacrebleu"] = round(sacre_bleu(retired, references)["score"], 2)
+                entry, retired = server_throughput(url, sources, count, retire, references)
                 entry["identical_lines_vs_default"] = sum(a == b for a, b in zip(retired, concurrent)) / len(sources)
-                entry["mean_sentences_per_batch"] = round(
-                    (after["requests"] - before["requests"]) / (after["batches"] - before["batches"]), 2
-                )
                 report[f"server_{count}_clients_retire_finished"] = entry
         report["server_one_sentence"]["identical_lines_vs_batch_api"] = sum(a == b for a, b in zip(served, best)) / len(
             served
