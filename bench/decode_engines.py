@@ -144,6 +144,12 @@ def main():
     parser.add_argument("--batch", type=int, default=64, help="sentences per batch for CTranslate2 and HF")
     parser.add_argument("--no-commands", action="store_true", help="skip the whole-command timings")
     parser.add_argument("--retire-finished", action="store_true", help="ours (API and command) with --retire-finished")
+    parser.add_argument(
+        "--stop",
+        default="exact",
+        help="ours (API and command) with this beam-search stop rule; beam_finished is CTranslate2's (with a length "
+        "penalty), and then ours is also timed with the exact rule in the same run (t2t_jax_beam4_stop_exact)",
+    )
     args = parser.parse_args()
     model = load_for_inference(args.workdir, args.checkpoint)
     sources, references = split_text(ml_collections.ConfigDict(model.config), "test")
@@ -158,14 +164,15 @@ def main():
         "threads": args.threads,
         "batch": args.batch,
         "retire_finished": args.retire_finished,
+        "stop": args.stop,
     }
 
-    def ours(beam):
+    def ours(beam, stop=args.stop, name=""):
         """Timed on a second run: the first compiles each batch shape (its time is reported apart)."""
-        options = DecodeOptions(beam, retire_finished=args.retire_finished)
+        options = DecodeOptions(beam, retire_finished=args.retire_finished, stop=stop)
         start = time.perf_counter()
         translate_texts(sources, model.tokenizer, model.params, model.cfg, options, log=lambda *_: None)
-        report[f"t2t_jax_beam{beam}_first_run_seconds"] = round(time.perf_counter() - start, 2)
+        report[f"t2t_jax_beam{beam}{name}_first_run_seconds"] = round(time.perf_counter() - start, 2)
         start = time.perf_counter()
         result = translate_texts(sources, model.tokenizer, model.params, model.cfg, options, log=lambda *_: None)
         return result.best, result.stats.tokens, time.perf_counter() - start
@@ -182,6 +189,8 @@ def main():
         runs = {}
         for beam in (1, 4):
             runs[f"t2t_jax_beam{beam}"] = lambda beam=beam: ours(beam)
+            if beam > 1 and args.stop != "exact":
+                runs[f"t2t_jax_beam{beam}_stop_exact"] = lambda beam=beam: ours(beam, "exact", "_stop_exact")
             runs[f"ctranslate2_float32_beam{beam}"] = lambda beam=beam: timed(lambda: ct2(beam, "float32"))
             runs[f"ctranslate2_int8_beam{beam}"] = lambda beam=beam: timed(lambda: ct2(beam, "int8"))
             runs[f"hf_generate_beam{beam}"] = lambda beam=beam: timed(lambda: hf(beam))
@@ -198,7 +207,7 @@ def main():
         if not args.no_commands:
             source_file = f"{scratch}/test.src"
             pathlib.Path(source_file).write_text("\n".join(sources) + "\n", encoding="utf-8")
-            flags = ["--retire-finished"] if args.retire_finished else []
+            flags = (["--retire-finished"] if args.retire_finished else []) + ["--stop", args.stop]
             report["commands"] = commands(args.workdir, args.checkpoint, source_file, f"{scratch}/ct2", scratch, flags)
             print("commands", report["commands"], file=sys.stderr, flush=True)
     report["targets"] = criteria(report)

@@ -102,6 +102,7 @@ class Translator:
         seed: int = 0,
         fit_rows: bool = False,
         retire_finished: bool = False,
+        stop: str = "exact",
     ) -> Translations:
         """Every line translated (``.best``: the best per line; ``.hypotheses[i]``: its ``nbest``, with
         scores); beam 1 = greedy; α: GNMT length penalty (§6.1). ``sample``: draw ``nbest`` translations per
@@ -109,10 +110,12 @@ class Translator:
         for a ``seed`` (scores: the model's log-probabilities). ``progress``: a (done, total) callback, e.g.
         ``t2t_jax.progress.Meter("translate")``. ``fit_rows``: batches no larger than the lines need (lower
         latency for a few lines; more shapes to compile). ``retire_finished``: finished sentences leave their
-        batch as it decodes (faster once compiled, more to compile: for large inputs; docs/decoding.md). The
+        batch as it decodes (faster once compiled, more to compile: for large inputs; docs/decoding.md).
+        ``stop``: when a beam search ends, "exact" (no live hypothesis can beat the best finished one) or
+        "beam_finished" (``beam`` hypotheses have finished, as CTranslate2 and fairseq; fewer steps). The
         names are the command's flags and the server's JSON keys."""
         sampling = Sampling(temperature, top_k, top_p, seed) if sample else None
-        options = DecodeOptions(beam, alpha, nbest, tokens_per_batch, sampling, fit_rows, retire_finished)
+        options = DecodeOptions(beam, alpha, nbest, tokens_per_batch, sampling, fit_rows, retire_finished, stop)
         model = self.model
         return translate_texts(
             list(texts), model.tokenizer, model.params, model.cfg, options, log=lambda *_: None, progress=progress

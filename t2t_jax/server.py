@@ -2,7 +2,7 @@
 
     POST /translate  {"src": "A man rides a bike." | [lines], "beam": 4, "alpha": 0.6, "nbest": 1,
                       "sample": false, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": 0,
-                      "retire_finished": false}
+                      "retire_finished": false, "stop": "exact"}
                   -> {"translations": [{"text": best, "score": s, "hypotheses": [{"text", "score"} x nbest]}]}
     POST /score      {"src": [lines], "tgt": [lines], "per_token": false}
                   -> {"scores": [{"total", "normalized", "tokens"(, "per_token")}]}
@@ -43,6 +43,7 @@ TRANSLATE_OPTIONS = {
     "top_p": float,
     "seed": int,
     "retire_finished": bool,
+    "stop": str,
 }
 SCORE_OPTIONS = {"per_token": bool}
 
@@ -77,14 +78,13 @@ def _typed(body: dict, allowed: dict, defaults: dict) -> dict:
         if kind is None:
             known = ", ".join(["src", *(["tgt"] if "per_token" in allowed else []), *allowed])
             raise RequestError(f"unknown key {key!r}; known: {known}")
-        if kind is bool:
-            fits = isinstance(value, bool)
+        if kind in (bool, str):
+            fits = isinstance(value, kind)
         else:  # a float option takes an integer too; JSON's true / false are not numbers here
             fits = isinstance(value, (int, float) if kind is float else int) and not isinstance(value, bool)
         if not fits:
-            raise RequestError(
-                f"{key!r} must be {'a number' if kind is float else kind.__name__}, got {json.dumps(value)}"
-            )
+            what = {float: "a number", str: "a string"}.get(kind, kind.__name__)
+            raise RequestError(f"{key!r} must be {what}, got {json.dumps(value)}")
         options[key] = kind(value)
     return options
 
@@ -148,7 +148,7 @@ class Service:
                 check_sampling(options["temperature"], options["top_k"], options["top_p"])
                 check_beam(options["nbest"], options["nbest"])
             else:
-                check_beam(options["beam"], options["nbest"])
+                check_beam(options["beam"], options["nbest"], options["stop"])
             check_retire_finished(options["retire_finished"], ensemble=self.ensemble, sampling=options["sample"])
         except T2TError as error:  # the command's message names its flags (--top-k): name the JSON keys (top_k)
             message = re.sub(r"--([a-z-]+)", lambda flag: flag.group(1).replace("-", "_"), str(error))

@@ -101,6 +101,8 @@ def test_translate_invalid_utf8_on_stdin_is_one_error(workdir):
     assert code == 3 and "<stdin>:2: invalid UTF-8" in err and "Traceback" not in err, err
     code, err = translate(workdir, "--beam", "-1", stdin=b"x\n")
     assert code == 2 and "need beam >= 1" in err
+    code, err = translate(workdir, "--stop", "early", stdin=b"x\n")
+    assert code == 2 and "--stop 'early': beam search stops by one of exact, beam_finished" in err, err
 
 
 def train_command(tmp_path, workdir, *extra):

@@ -72,10 +72,11 @@ def server(workdir):
     assert process.wait(timeout=30) == 0
 
 
-def test_translate_equals_the_api_with_beam_and_nbest(server, translator):
-    status, reply = call(server, "/translate", {"src": LINES, "beam": 3, "nbest": 2, "alpha": 1.0})
+def test_translate_equals_the_api_with_beam_nbest_and_stop(server, translator):
+    options = {"beam": 3, "nbest": 2, "alpha": 1.0, "stop": "beam_finished"}
+    status, reply = call(server, "/translate", {"src": LINES, **options})
     assert status == 200
-    expected = translator.translate(LINES, beam=3, nbest=2, alpha=1.0).hypotheses
+    expected = translator.translate(LINES, **options).hypotheses
     assert [[h["text"] for h in line["hypotheses"]] for line in reply["translations"]] == [
         [h.text for h in hyps] for hyps in expected
     ]
@@ -247,6 +248,8 @@ def test_clients_that_join_later_decode_with_the_first_ones_instead_of_taking_tu
         (b'{"src": "a", "sample": true, "top_p": 0}', "top_p 0.0: need 0 < top_p <= 1"),
         (b'{"src": "a", "sample": true, "temperature": -1}', "temperature -1.0: need >= 0"),
         (b'{"src": "a", "retire_finished": 1}', "'retire_finished' must be bool"),
+        (b'{"src": "a", "stop": 1}', "'stop' must be a string"),
+        (b'{"src": "a", "stop": "early"}', "stop 'early': beam search stops by one of exact, beam_finished"),
         (b'{"src": "a", "sample": true, "retire_finished": true}', "retire_finished decodes one model"),
     ],
     ids=lambda value: None if isinstance(value, bytes) else value[:40],

@@ -42,8 +42,8 @@ def moves(monkeypatch):
     return counts
 
 
-@pytest.mark.parametrize("beam", [1, 4])
-def test_staged_decoding_equals_full_recomputation_and_the_one_program_decoder(moves, beam):
+@pytest.mark.parametrize(("beam", "stop"), [(1, "exact"), (4, "exact"), (4, "beam_finished")])
+def test_staged_decoding_equals_full_recomputation_and_the_one_program_decoder(moves, beam, stop):
     """Sentences leave the batch as they end (16 -> 8 -> 4 rows) while the caches grow (16 -> 32 -> 62):
     the exact n-best rows and scores are those of re-running the decoder on whole prefixes, and of
     translate_ids (one program, every sentence to the batch's end)."""
@@ -51,10 +51,11 @@ def test_staged_decoding_equals_full_recomputation_and_the_one_program_decoder(m
     params = init_params(cfg, seed=3)
     src = uneven_sources()
     nbest = 1 if beam == 1 else 2  # rows past nbest are whatever had finished when a search stopped
-    tokens, scores = staged.translate_staged(params, src, cfg=cfg, beam=beam, nbest=nbest)
+    search = {"beam": beam, "nbest": nbest, "stop": stop}
+    tokens, scores = staged.translate_staged(params, src, cfg=cfg, **search)
     assert moves["take"] >= 2 and moves["grow"] == 2, moves
-    full, full_scores = jax.device_get(translate_uncached(params, src, cfg=cfg, beam=beam, nbest=nbest))
-    one, one_scores = jax.device_get(translate_ids(params, src, cfg=cfg, beam=beam, nbest=nbest))
+    full, full_scores = jax.device_get(translate_uncached(params, src, cfg=cfg, **search))
+    one, one_scores = jax.device_get(translate_ids(params, src, cfg=cfg, **search))
     for reference, reference_scores in ((full, full_scores), (one, one_scores)):
         np.testing.assert_array_equal(tokens[:, :nbest], reference[:, :nbest])
         np.testing.assert_allclose(scores[:, :nbest], reference_scores[:, :nbest], rtol=1e-5, atol=1e-5)

@@ -72,6 +72,16 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint", default="latest", help="latest, best, averaged or a step number")
 
 
+def add_stop_argument(parser: argparse.ArgumentParser) -> None:
+    """--stop: when a beam search ends (decode/search.py's STOP_RULES; checked by decoder.check_beam)."""
+    parser.add_argument(
+        "--stop",
+        default="exact",
+        help="exact (default: until no live hypothesis can beat the best finished one, as tensor2tensor) or "
+        "beam_finished (once beam hypotheses have finished, as CTranslate2 and fairseq: fewer steps)",
+    )
+
+
 def model_workdir(args) -> str:
     """The workdir of the model given (the first of an ensemble); exactly one of --workdir / --ensemble."""
     if bool(args.workdir) == bool(args.ensemble):

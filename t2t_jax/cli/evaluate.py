@@ -8,7 +8,7 @@ import pathlib
 
 import ml_collections
 
-from t2t_jax.cli.common import command, quiet_libraries, use_compilation_cache
+from t2t_jax.cli.common import add_stop_argument, command, quiet_libraries, use_compilation_cache
 from t2t_jax.data.text import read_parallel
 from t2t_jax.errors import ConfigError
 from t2t_jax.workdir import Workdir
@@ -24,6 +24,7 @@ def main(argv=None):
     parser.add_argument("--split", choices=["validation", "test"], help="a split of the run's dataset instead")
     parser.add_argument("--beam", type=int, default=4, help="beam size; 1 = greedy")
     parser.add_argument("--alpha", type=float, default=0.6)
+    add_stop_argument(parser)
     parser.add_argument("--name", help="report name (default: the split or the source file name)")
     args = parser.parse_args(argv)
     if bool(args.src) != bool(args.ref) or bool(args.src) == bool(args.split):
@@ -31,10 +32,12 @@ def main(argv=None):
     quiet_libraries()
     use_compilation_cache(args.workdir)
     from t2t_jax.data.sources import split_text
+    from t2t_jax.decode.decoder import check_beam
     from t2t_jax.decode.translate import DecodeOptions, load_for_inference, translate_texts
     from t2t_jax.evaluate.report import write_report
     from t2t_jax.progress import Meter
 
+    check_beam(args.beam, 1, args.stop)  # before loading anything
     files = Workdir(args.workdir)
     if not files.config.exists():
         raise ConfigError(f"{files.root} is not a t2t_jax workdir (no {files.config.name})")
@@ -45,7 +48,7 @@ def main(argv=None):
         sources, references = read_parallel(args.src, args.ref, training=False)
     model = load_for_inference(args.workdir, args.checkpoint)
     name = args.name or args.split or pathlib.Path(args.src).name
-    options = DecodeOptions(beam=args.beam, alpha=args.alpha)
+    options = DecodeOptions(beam=args.beam, alpha=args.alpha, stop=args.stop)
     meter = Meter(f"evaluate {name}", unit="sentences")
     translations = translate_texts(sources, model.tokenizer, model.params, model.cfg, options, progress=meter)
     report = write_report(
@@ -55,6 +58,7 @@ def main(argv=None):
         target_lang=config["data"]["target_lang"],
         beam=args.beam,
         alpha=args.alpha,
+        stop=args.stop,
         out_dir=Workdir(args.workdir).eval,
         name=f"{name}.{args.checkpoint}",
     )

@@ -9,6 +9,7 @@ import sys
 
 from t2t_jax.cli.common import (
     add_model_arguments,
+    add_stop_argument,
     command,
     fail,
     model_workdir,
@@ -42,6 +43,7 @@ def build_parser():
         action="store_true",
         help="finished sentences leave their batch as it decodes: faster once compiled, more to compile (large inputs)",
     )
+    add_stop_argument(parser)
     return parser
 
 
@@ -67,7 +69,7 @@ def main(argv=None):
         check_sampling(sampling.temperature, sampling.top_k, sampling.top_p)
         check_beam(args.nbest, args.nbest)
     else:
-        check_beam(args.beam, args.nbest)
+        check_beam(args.beam, args.nbest, args.stop)
     if args.tokens_per_batch is not None and args.tokens_per_batch < 1:
         fail(f"--tokens-per-batch {args.tokens_per_batch}: need at least 1")
     if args.output:
@@ -76,7 +78,9 @@ def main(argv=None):
     model = load_ensemble(args.ensemble) if args.ensemble else load_for_inference(args.workdir, args.checkpoint)
     meter = Meter("translate", unit="sentences")  # stderr: a live bar on a terminal, lines in a log
     batch = args.tokens_per_batch or TOKENS_PER_BATCH
-    options = DecodeOptions(args.beam, args.alpha, args.nbest, batch, sampling, retire_finished=args.retire_finished)
+    options = DecodeOptions(
+        args.beam, args.alpha, args.nbest, batch, sampling, retire_finished=args.retire_finished, stop=args.stop
+    )
     translations = translate_texts(
         texts,
         model.tokenizer,

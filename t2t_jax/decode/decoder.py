@@ -9,7 +9,7 @@ import threading
 import jax
 import jax.numpy as jnp
 
-from t2t_jax.decode.search import SearchLoop, beam_search, greedy_search, sampling_search
+from t2t_jax.decode.search import STOP_RULES, SearchLoop, beam_search, greedy_search, sampling_search
 from t2t_jax.errors import ConfigError
 from t2t_jax.model import Transformer, decode_cache
 from t2t_jax.model.attention import MultiHeadAttention
@@ -24,12 +24,14 @@ def decode_length(cfg: ModelConfig, source_len: int) -> int:
     return min(source_len + EXTRA_LENGTH, cfg.max_len)
 
 
-def check_beam(beam: int, nbest: int = 1) -> None:
+def check_beam(beam: int, nbest: int = 1, stop: str = "exact") -> None:
     """Beam 1 is greedy search; there is no other spelling of greedy."""
     if beam < 1:
         raise ConfigError(f"--beam {beam}: need beam >= 1 (1 = greedy search)")
     if not 1 <= nbest <= beam:
         raise ConfigError(f"--nbest {nbest}: need 1 <= nbest <= beam ({beam})")
+    if stop not in STOP_RULES:
+        raise ConfigError(f"--stop {stop!r}: beam search stops by one of {', '.join(STOP_RULES)}")
 
 
 def encode_inputs(model, params, inputs, cfg: ModelConfig):
@@ -73,21 +75,23 @@ def empty_first_cache(step, params, encoded, cfg: ModelConfig, rows: int):
     return decode_cache.start(shapes, cross)
 
 
-def _search(loop: SearchLoop, beam: int, alpha, nbest: int):
+def _search(loop: SearchLoop, beam: int, alpha, nbest: int, stop: str):
     """Greedy search for beam 1, else beam search; (tokens [batch, beam or 1, L], scores [batch, beam or 1])."""
     if beam == 1:
         tokens, score = greedy_search(loop)
         return tokens[:, None], score[:, None]
-    return beam_search(loop, beam, alpha, nbest)
+    return beam_search(loop, beam, alpha, nbest, stop)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest"))
-def translate_ids(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: float = 0.6, nbest: int = 1):
+@functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest", "stop"))
+def translate_ids(
+    params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: float = 0.6, nbest: int = 1, stop: str = "exact"
+):
     """Token ids [batch, beam, L] best first and their scores [batch, beam]; beam 1 is greedy search
     (summed log-probs, no length penalty: with one hypothesis there is nothing to rank). The first ``nbest``
-    hypotheses are exact."""
-    check_beam(beam, nbest)
-    return _search(_model_search(params, inputs, cfg, beam), beam, alpha, nbest)
+    hypotheses are exact (``stop``: search.STOP_RULES)."""
+    check_beam(beam, nbest, stop)
+    return _search(_model_search(params, inputs, cfg, beam), beam, alpha, nbest, stop)
 
 
 def _model_search(params, inputs, cfg: ModelConfig, beam: int) -> SearchLoop:
@@ -101,13 +105,15 @@ def _model_search(params, inputs, cfg: ModelConfig, beam: int) -> SearchLoop:
     return SearchLoop(step, inputs.shape[0], max_lengths, max_len, cfg.eos_id, cfg.pad_id, phases, grow, first, reorder)
 
 
-@functools.partial(jax.jit, static_argnames=("cfgs", "beam", "alpha", "nbest"))
-def ensemble_ids(params, inputs, *, cfgs: tuple, beam: int = 4, alpha: float = 0.6, nbest: int = 1):
+@functools.partial(jax.jit, static_argnames=("cfgs", "beam", "alpha", "nbest", "stop"))
+def ensemble_ids(
+    params, inputs, *, cfgs: tuple, beam: int = 4, alpha: float = 0.6, nbest: int = 1, stop: str = "exact"
+):
     """``translate_ids`` for an ensemble: ``params`` and ``cfgs`` are tuples, one entry per model (models that
     share a vocabulary and special ids; ``check_ensemble``). At each step the search reads the mean of the
     models' log-probabilities (renormalised by the search's log-softmax); each model keeps its own caches,
     side by side, reordered together."""
-    check_beam(beam, nbest)
+    check_beam(beam, nbest, stop)
     check_ensemble(cfgs)
     models = [Transformer(cfg) for cfg in cfgs]
     encodings = [encode_inputs(m, p, inputs, c) for m, p, c in zip(models, params, cfgs)]
@@ -134,7 +140,7 @@ def ensemble_ids(params, inputs, *, cfgs: tuple, beam: int = 4, alpha: float = 0
     members = zip(steps, params, encodings, cfgs)
     first = tuple(empty_first_cache(one, p, e[1], c, batch * beam) for one, p, e, c in members)
     loop = SearchLoop(step, batch, max_lengths, max_len, cfgs[0].eos_id, cfgs[0].pad_id, phases, grow, first, reorder)
-    return _search(loop, beam, alpha, nbest)
+    return _search(loop, beam, alpha, nbest, stop)
 
 
 def check_ensemble(cfgs) -> None:
@@ -177,11 +183,13 @@ def sample_keys(seed: int, lines, samples) -> jax.Array:
     )
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest"))
-def translate_uncached(params, inputs, *, cfg: ModelConfig, beam: int = 1, alpha: float = 0.6, nbest: int = 1):
+@functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest", "stop"))
+def translate_uncached(
+    params, inputs, *, cfg: ModelConfig, beam: int = 1, alpha: float = 0.6, nbest: int = 1, stop: str = "exact"
+):
     """The same searches re-running the full decoder on every hypothesis's whole prefix at every step
     (no cache; the reference the cached paths are tested against, and the benchmark's baseline)."""
-    check_beam(beam, nbest)
+    check_beam(beam, nbest, stop)
     model = Transformer(cfg)
     segments, encoded, max_len, max_lengths = encode_inputs(model, params, inputs, cfg)
     batch = inputs.shape[0]
@@ -198,10 +206,11 @@ def translate_uncached(params, inputs, *, cfg: ModelConfig, beam: int = 1, alpha
         )
         return logits[:, index], generated
 
-    return _search(SearchLoop(step, batch, max_lengths, max_len, cfg.eos_id, cfg.pad_id), beam, alpha, nbest)
+    loop = SearchLoop(step, batch, max_lengths, max_len, cfg.eos_id, cfg.pad_id)
+    return _search(loop, beam, alpha, nbest, stop)
 
 
-_COMPILED: dict = {}  # (rows, length, cfg, beam, alpha, nbest, params placement) -> Future of the compiled program
+_COMPILED: dict = {}  # (rows, length, cfg, beam, alpha, nbest, stop, params placement) -> Future of the program
 _COMPILING = threading.Lock()
 
 
@@ -211,12 +220,12 @@ def _compile_pool() -> concurrent.futures.ThreadPoolExecutor:
     return concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="t2t-compile")
 
 
-def _compile(params, rows: int, length: int, cfg: ModelConfig, beam: int, alpha: float, nbest: int):
+def _compile(params, rows: int, length: int, cfg: ModelConfig, search: dict):
     inputs = jax.ShapeDtypeStruct((rows, length), jnp.int32)
-    return translate_ids.lower(params, inputs, cfg=cfg, beam=beam, alpha=alpha, nbest=nbest).compile()
+    return translate_ids.lower(params, inputs, cfg=cfg, **search).compile()
 
 
-def compile_ahead(params, shapes, *, cfg: ModelConfig, beam: int, alpha: float, nbest: int) -> dict:
+def compile_ahead(params, shapes, *, cfg: ModelConfig, beam: int, alpha: float, nbest: int, stop: str) -> dict:
     """{(rows, length): Future of ``translate_ids`` compiled for [rows, length] inputs} for every shape a run
     will decode, compiled on two threads (XLA compiles a program on one core) while the first batches already
     decode: a cold start waits for the first shape's compilation, not for all of them in turn. Compiled
@@ -225,11 +234,12 @@ def compile_ahead(params, shapes, *, cfg: ModelConfig, beam: int, alpha: float, 
     futures = {}
     leaves, tree = jax.tree_util.tree_flatten(params)  # a program is compiled for its params' placement too
     placement = (tree, tuple(getattr(leaf, "sharding", None) for leaf in leaves))
+    search = {"beam": beam, "alpha": alpha, "nbest": nbest, "stop": stop}
     with _COMPILING:
         for shape in dict.fromkeys(shapes):
-            key = (*shape, cfg, beam, alpha, nbest, placement)
+            key = (*shape, cfg, beam, alpha, nbest, stop, placement)
             known = _COMPILED.get(key)
             if known is None or (known.done() and known.exception() is not None):  # a failure is retried
-                _COMPILED[key] = _compile_pool().submit(_compile, params, *shape, cfg, beam, alpha, nbest)
+                _COMPILED[key] = _compile_pool().submit(_compile, params, *shape, cfg, search)
             futures[shape] = _COMPILED[key]
     return futures

@@ -11,9 +11,12 @@ program holds one copy of the step fewer to compile.  Sequences hold generated t
 Beam search (§6.1, GNMT length penalty): score = log P(Y) / ((5 + |Y|) / 6)^α with
 |Y| counting the EOS; 2k candidates per step so k can finish and k stay alive (only EOS
 candidates ranked within the top k finish, as in fairseq / HF generate);
-stops once no alive hypothesis can beat the best finished one. With k = 1 this is greedy search at α = 0
-only: with α > 0 a finished hypothesis's score rises with its length, so the search may extend the best
-non-EOS candidate past an EOS greedy would take. The decoder therefore runs ``greedy_search`` for beam 1.
+stops once no alive hypothesis can beat the best finished one (``stop="exact"``, tensor2tensor's rule: nothing the
+beam could still finish would rank first), or once k hypotheses have finished (``stop="beam_finished"``: the rule
+of fairseq, CTranslate2 and HF ``generate(early_stopping=True)``; fewer steps, but a longer hypothesis that would
+have overtaken them under α > 0 is not waited for). With k = 1 this is greedy search at α = 0 only: with α > 0
+a finished hypothesis's score rises with its length, so the search may extend the best non-EOS candidate past an
+EOS greedy would take. The decoder therefore runs ``greedy_search`` for beam 1.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import jax.numpy as jnp
 from t2t_jax.decode.topk import log_softmax_top_k
 
 NEG_INF = -1e9
+STOP_RULES = ("exact", "beam_finished")  # beam search's stop rules (module docstring)
 
 
 class GreedyState(NamedTuple):
@@ -196,15 +200,17 @@ def sampling_search(loop: SearchLoop, keys, *, temperature: float = 1.0, top_k: 
     return run_search(loop, search, first_tokens(loop, 1))
 
 
-def beam_search(loop: SearchLoop, beam: int, alpha: float, nbest: int = 1):
+def beam_search(loop: SearchLoop, beam: int, alpha: float, nbest: int = 1, stop: str = "exact"):
     """(sequences [batch, beam, max_len], scores [batch, beam]) best first; rows of step_fn are batch*beam.
 
-    Stops once no alive hypothesis can beat the ``nbest``-th finished one (nbest=1: the best, §6.1); the
-    first ``nbest`` rows are then exact, later rows are whatever finished before the stop."""
-    return run_search(loop, beams(loop, beam, alpha, nbest), first_tokens(loop, beam))
+    ``stop="exact"``: stops once no alive hypothesis can beat the ``nbest``-th finished one (nbest=1: the
+    best, §6.1); the first ``nbest`` rows are then exact, later rows are whatever finished before the stop.
+    ``stop="beam_finished"``: stops once ``beam`` hypotheses have finished (fairseq, CTranslate2), the best
+    ``nbest`` of them first."""
+    return run_search(loop, beams(loop, beam, alpha, nbest, stop), first_tokens(loop, beam))
 
 
-def beams(loop: SearchLoop, beam: int, alpha: float, nbest: int = 1) -> Search:
+def beams(loop: SearchLoop, beam: int, alpha: float, nbest: int = 1, stop: str = "exact") -> Search:
     """Beam search's pieces (beam_search)."""
     batch, max_lengths, eos_id = loop.batch, loop.max_lengths, loop.eos_id
 
@@ -237,6 +243,8 @@ def beams(loop: SearchLoop, beam: int, alpha: float, nbest: int = 1) -> Search:
     state = BeamState(0, empty, jnp.tile(first_alive, (batch, 1)), empty, jnp.full((batch, beam), NEG_INF))
 
     def can_improve(state: BeamState):
+        if stop == "beam_finished":  # fin_scores hold the best `beam` finished: full once `beam` have finished
+            return (state.fin_scores[:, beam - 1] < NEG_INF / 2) & (state.t < max_lengths)
         best_possible = state.alive_logp[:, 0] / length_penalty(max_lengths, alpha)
         return (best_possible > state.fin_scores[:, nbest - 1]) & (state.t < max_lengths)
 

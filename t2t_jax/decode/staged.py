@@ -45,26 +45,29 @@ def _loop(params, sentences: Sentences, cfg: ModelConfig, beam: int, first_lengt
     return search.SearchLoop(step, batch, sentences.max_lengths, max_len, cfg.eos_id, cfg.pad_id, reorder_fn=reorder)
 
 
-def _pieces(loop: search.SearchLoop, beam: int, alpha: float, nbest: int) -> search.Search:
-    return search.greedy(loop) if beam == 1 else search.beams(loop, beam, alpha, nbest)
+def _pieces(loop: search.SearchLoop, beam: int, alpha: float, nbest: int, stop: str) -> search.Search:
+    return search.greedy(loop) if beam == 1 else search.beams(loop, beam, alpha, nbest, stop)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest", "first_length"))
-def _begin(params, inputs, *, cfg: ModelConfig, beam: int, alpha: float, nbest: int, first_length: int):
+@functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest", "stop", "first_length"))
+def _begin(params, inputs, *, cfg: ModelConfig, beam: int, alpha: float, nbest: int, stop: str, first_length: int):
     """(Sentences, the carry before step 0): the encoder's work and empty caches of ``first_length`` positions."""
     segments, encoded, _, max_lengths = encode_inputs(Transformer(cfg), params, inputs, cfg)
     sentences = Sentences(encoded, segments, max_lengths)
     loop = _loop(params, sentences, cfg, beam, first_length)
     loop = loop._replace(first_cache=empty_first_cache(loop.step_fn, params, encoded, cfg, inputs.shape[0] * beam))
-    return sentences, search.first_carry(loop, _pieces(loop, beam, alpha, nbest), search.first_tokens(loop, beam))
+    pieces = _pieces(loop, beam, alpha, nbest, stop)
+    return sentences, search.first_carry(loop, pieces, search.first_tokens(loop, beam))
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest"))
-def _segment(params, sentences: Sentences, carry, end, floor, *, cfg: ModelConfig, beam: int, alpha: float, nbest: int):
+@functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest", "stop"))
+def _segment(
+    params, sentences: Sentences, carry, end, floor, *, cfg: ModelConfig, beam: int, alpha: float, nbest: int, stop: str
+):
     """(carry, searching [batch] bool) after stepping while any sentence searches, ``t < end`` (the cache's
     bound) and more than ``floor`` sentences search."""
     loop = _loop(params, sentences, cfg, beam)
-    pieces = _pieces(loop, beam, alpha, nbest)
+    pieces = _pieces(loop, beam, alpha, nbest, stop)
 
     def cond(c):
         return search.go_on(loop, pieces, c) & (c.state.t < end) & (jnp.sum(pieces.searching(c.state)) > floor)
@@ -101,14 +104,16 @@ def _outputs(state) -> tuple:
     return state.tokens[:, None], state.score[:, None]
 
 
-def translate_staged(params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: float = 0.6, nbest: int = 1):
+def translate_staged(
+    params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: float = 0.6, nbest: int = 1, stop: str = "exact"
+):
     """``decoder.translate_ids``'s outputs (numpy) for ``inputs`` [batch, source_len], finished sentences
     retired from the batch between segments (module docstring)."""
-    check_beam(beam, nbest)
+    check_beam(beam, nbest, stop)
     batch, source_len = inputs.shape
     max_len = decode_length(cfg, source_len)
     bounds = decode_cache.phases(cfg, batch, beam, max_len)
-    statics = {"cfg": cfg, "beam": beam, "alpha": alpha, "nbest": nbest}
+    statics = {"cfg": cfg, "beam": beam, "alpha": alpha, "nbest": nbest, "stop": stop}
     sentences, carry = _begin(params, inputs, first_length=bounds[0], **statics)
     owner = np.arange(batch)  # the input row each current row decodes (-1: a filler, never read)
     tokens = np.full((batch, 1 if beam == 1 else beam, max_len), cfg.pad_id, np.int32)

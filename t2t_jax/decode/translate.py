@@ -70,7 +70,8 @@ class DecodeOptions:
     (§6.1); ``nbest`` hypotheses per line, or ``nbest`` draws with ``sampling``; ``fit_rows``: batches no larger
     than their lines need (batch_plan; for latency, not throughput); ``retire_finished``: finished sentences
     leave a batch as it decodes (staged.py: faster once compiled, more programs to compile; for large inputs
-    in one process), else one compiled program per batch shape."""
+    in one process), else one compiled program per batch shape; ``stop``: when a beam search ends
+    (search.STOP_RULES: "exact", T2T's; "beam_finished", CTranslate2's and fairseq's)."""
 
     beam: int = 4
     alpha: float = 0.6
@@ -79,6 +80,7 @@ class DecodeOptions:
     sampling: Sampling | None = None
     fit_rows: bool = False
     retire_finished: bool = False
+    stop: str = "exact"
 
 
 @dataclasses.dataclass
@@ -149,7 +151,7 @@ def translate_texts(
     configs for an ensemble (load_ensemble). ``progress``: a (done, total) callback."""
     beam, alpha, nbest, sampling = options.beam, options.alpha, options.nbest, options.sampling
     if sampling is None:
-        check_beam(beam, nbest)
+        check_beam(beam, nbest, options.stop)
     else:
         check_sampling(sampling.temperature, sampling.top_k, sampling.top_p)
         check_beam(nbest, nbest)
@@ -180,15 +182,16 @@ def translate_texts(
     results = [[Hypothesis("", 0.0)] * nbest for _ in texts]
     stats = DecodeStats()
     plan = batch_plan([len(ids[i]) for i in todo], options.tokens_per_batch, cfg.max_len, fit_rows=options.fit_rows)
+    search = {"beam": beam, "alpha": alpha, "nbest": nbest, "stop": options.stop}
     if ensemble:  # jit compiles each shape on first use
-        ensemble_program = functools.partial(ensemble_ids, cfgs=ensemble, beam=beam, alpha=alpha, nbest=nbest)
+        ensemble_program = functools.partial(ensemble_ids, cfgs=ensemble, **search)
         program = lambda rows, length: ensemble_program  # noqa: E731
     elif options.retire_finished:  # finished sentences leave the batch as it decodes (staged.py)
-        staged_program = functools.partial(translate_staged, cfg=cfg, beam=beam, alpha=alpha, nbest=nbest)
+        staged_program = functools.partial(translate_staged, cfg=cfg, **search)
         program = lambda rows, length: staged_program  # noqa: E731
     else:
         shapes = [(rows, length) for _, _, rows, length in plan]
-        decoders = compile_ahead(params, shapes, cfg=cfg, beam=beam, alpha=alpha, nbest=nbest)
+        decoders = compile_ahead(params, shapes, cfg=cfg, **search)
         program = lambda rows, length: decoders[rows, length].result()  # noqa: E731
     for start, count, rows, length in plan:
         chosen = todo[start : start + count]

@@ -9,8 +9,11 @@ from t2t_jax.evaluate.bleu import chrf, lowercase_tokenized_bleu, paper_bleu, sa
 from t2t_jax.workdir import workdir_path
 
 
-def write_report(hypotheses, references, stats: DecodeStats, *, target_lang, beam, alpha, out_dir, name) -> dict:
-    """Score ``hypotheses`` and write ``<out_dir>/<name>.{hyp,json,md}``; returns the report."""
+def write_report(
+    hypotheses, references, stats: DecodeStats, *, target_lang, beam, alpha, out_dir, name, stop="exact"
+) -> dict:
+    """Score ``hypotheses`` and write ``<out_dir>/<name>.{hyp,json,md}``; returns the report (``beam``, ``alpha``,
+    ``stop``: the search that made them)."""
     out_dir = workdir_path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{name}.hyp").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
@@ -20,6 +23,7 @@ def write_report(hypotheses, references, stats: DecodeStats, *, target_lang, bea
         "sentences": len(hypotheses),
         "beam": beam,
         "alpha": alpha,
+        "stop": stop,
         "sacrebleu": sacre,
         "paper_bleu": paper_bleu(hypotheses, references, target_lang),
         "lowercase_tokenized_bleu": lowercase_tokenized_bleu(hypotheses, references, target_lang),
@@ -39,7 +43,8 @@ def write_report(hypotheses, references, stats: DecodeStats, *, target_lang, bea
 def markdown(report: dict) -> str:
     return "\n".join(
         [
-            f"# {report['name']}: {report['sentences']} sentences, beam {report['beam']}, alpha {report['alpha']}",
+            f"# {report['name']}: {report['sentences']} sentences, beam {report['beam']}, alpha {report['alpha']}"
+            + (f", stop {report['stop']}" if report.get("stop", "exact") != "exact" else ""),
             "",
             "| metric | score |",
             "|---|---|",
