@@ -25,10 +25,11 @@ def main_jobs_table(data: dict) -> str:
     for run in data["runs"]:
         report = f"[{pathlib.Path(run['report']).name}]({run['report']})"
         lowercased = run.get("test_lowercase_tokenized_bleu")
+        minutes = "—" if run["minutes"] is None else f"{run['minutes']:.1f}"  # None: trained in parts, no clean time
         rows.append(
             f"| {run['task']} | {run['direction']} | `{run['config']}` | **{run['test_sacrebleu']:.2f}** | "
             f"{run['test_chrf']:.2f} | {'—' if lowercased is None else f'{lowercased:.2f}'} | {run['steps']} | "
-            f"{run['minutes']:.1f} | {run['hardware']} | {run['commit']}, {run['date']} | {report} |"
+            f"{minutes} | {run['hardware']} | {run['commit']}, {run['date']} | {report} |"
         )
     published = data.get("published", [])
     if published:
