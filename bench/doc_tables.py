@@ -280,6 +280,34 @@ def decode_staged_table(data: dict) -> str:
     return "\n".join(rows)
 
 
+def decode_stop_table(data: dict) -> str:
+    """bench/decode_engines.py --stop beam_finished: ours at beam 4 under both stop rules beside CTranslate2."""
+    rows = [
+        "| translate path (commit) | beam 4, `--stop exact`: s (BLEU) | beam 4, `--stop beam_finished`: s (BLEU) | "
+        "CTranslate2 float32, beam 4: s (BLEU) | ours ÷ CTranslate2 speed, exact / beam_finished |",
+        "|---|---|---|---|---|",
+    ]
+    for run in data["runs"]:
+        report = run["report"]
+        exact, finished = report["t2t_jax_beam4_stop_exact"], report["t2t_jax_beam4"]
+        ct2 = report["ctranslate2_float32_beam4"]
+        cells = [f"{entry['seconds']} ({entry['sacrebleu']})" for entry in (exact, finished, ct2)]
+        rows.append(
+            f"| {run['label']} (`{run['commit']}`) | {' | '.join(cells)} | "
+            f"{ct2['seconds'] / exact['seconds']:.2f}× / {ct2['seconds'] / finished['seconds']:.2f}× |"
+        )
+    first = data["runs"][0]["report"]
+    rows += [
+        "",
+        f"Model: the EN→DE main job's full schedule, averaged (step {first['step']}, {first['our_dtype']} through "
+        f"`auto`; CTranslate2 float32 of the same weights), the {first['sentences']} Multi30k test sentences, "
+        f"{first['threads']} threads, α 0.6; "
+        + "; ".join(dict.fromkeys(f"`{run['report']['command']}`" for run in data["runs"]))
+        + f", {first['date']}, {machine_line(first['machine'])}.",
+    ]
+    return "\n".join(rows)
+
+
 def serve_table(data: dict) -> str:
     one, ct2 = data["server_one_sentence"], data["ctranslate2_float32_one_sentence"]
 
@@ -359,6 +387,7 @@ TABLES = {  # name: (the file holding it, the JSON it comes from, the renderer)
     ),
     "serve": ("docs/decoding.md", "bench/results/serve_multi30k.json", serve_table),
     "decode_staged": ("docs/benchmarks.md", "bench/results/decode_staged_multi30k_avx2.json", decode_staged_table),
+    "decode_stop": ("docs/benchmarks.md", "bench/results/decode_stop_multi30k_avx2.json", decode_stop_table),
 }
 
 
