@@ -351,3 +351,33 @@ def test_lowercased_tokenized_reference_of_test2016_de_has_the_published_length(
     references = (SHARED_MULTI30K / "test_2016_flickr.de").read_text(encoding="utf-8").splitlines()
     assert len(references) == 1000
     assert lowercase_tokenized_bleu(references, references, "de")["ref_len"] == 12103
+
+
+def test_in_order_runs_two_at_once_and_yields_in_input_order():
+    """translate_texts decodes batches through in_order: results in input order, ``depth`` items running at
+    once (a slow first item does not hold back the second's start), an item's exception raised at its turn."""
+    import threading
+    import time
+
+    from t2t_jax.decode.translate import in_order
+
+    running, most, lock = 0, 0, threading.Lock()
+
+    def work(item):
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.05 if item == 0 else 0.01)  # the first is the slowest
+        with lock:
+            running -= 1
+        if item == 5:
+            raise ValueError("item 5")
+        return item * item
+
+    got = []
+    with pytest.raises(ValueError, match="item 5"):
+        for value in in_order(work, list(range(8)), depth=2):
+            got.append(value)
+    assert got == [0, 1, 4, 9, 16] and most == 2
+    assert list(in_order(work, list(range(5)), depth=1)) == [0, 1, 4, 9, 16]

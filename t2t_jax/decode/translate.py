@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import dataclasses
 import functools
 import json
@@ -33,6 +35,9 @@ from t2t_jax.workdir import Workdir
 # 2 CPU cores (fewer finished sentences computing beside a batch's last one; docs/decoding.md, "On real data");
 # accelerators want far larger batches (--tokens-per-batch).
 TOKENS_PER_BATCH = 512
+# Batches decoded at once, each from its own thread: a decoding step at a test set's batch sizes is many small ops
+# that leave cores idle, which another batch's step fills (docs/benchmarks.md, "Two batches in flight").
+BATCHES_IN_FLIGHT = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,7 +92,7 @@ class DecodeOptions:
 class DecodeStats:
     sentences: int = 0
     tokens: int = 0  # target tokens of the best hypotheses, EOS included
-    seconds: float = 0.0  # in the decoder (tokenizing and batching excluded)
+    seconds: float = 0.0  # from the first batch sent to the decoder to the last one back (tokenizing excluded)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,19 +198,43 @@ def translate_texts(
         shapes = [(rows, length) for _, _, rows, length in plan]
         decoders = compile_ahead(params, shapes, cfg=cfg, **search)
         program = lambda rows, length: decoders[rows, length].result()  # noqa: E731
-    for start, count, rows, length in plan:
-        chosen = todo[start : start + count]
-        batch = pad_batch([ids[i] for i in chosen], rows, length, cfg.pad_id)
-        began = time.perf_counter()
-        sequences, scores = jax.device_get(program(rows, length)(params, batch))
-        stats.seconds += time.perf_counter() - began
+    batches = [(todo[start : start + count], rows, length) for start, count, rows, length in plan]
+
+    def decode(batch):  # one batch, on a worker thread: host arrays (tokens [rows, k, L], scores [rows, k])
+        chosen, rows, length = batch
+        inputs = pad_batch([ids[i] for i in chosen], rows, length, cfg.pad_id)
+        return jax.device_get(program(rows, length)(params, inputs))
+
+    began = time.perf_counter()
+    for (chosen, _, _), (sequences, scores) in zip(batches, in_order(decode, batches)):
         for row, i in enumerate(chosen):
             results[i] = [Hypothesis(tokenizer.decode(sequences[row, k]), float(scores[row, k])) for k in range(nbest)]
             stats.tokens += tokenizer.length(sequences[row, 0])
         stats.sentences += len(chosen)
         if progress:
             progress(stats.sentences, len(todo))
+    stats.seconds = time.perf_counter() - began
     return Translations(results, stats)
+
+
+def in_order(fn, items: list, depth: int = BATCHES_IN_FLIGHT):
+    """``fn(item)`` of every item, yielded in order, with up to ``depth`` of them running at once on worker
+    threads (the decoder releases the GIL while it runs); an exception is raised when its item's turn comes."""
+    if depth <= 1 or len(items) <= 1:  # one batch (a server request): no thread to start
+        yield from map(fn, items)
+        return
+    with concurrent.futures.ThreadPoolExecutor(depth, thread_name_prefix="t2t-decode") as pool:
+        pending = collections.deque()
+        try:
+            for item in items:
+                pending.append(pool.submit(fn, item))
+                if len(pending) >= depth:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:  # a failure or an abandoned generator: start nothing more
+                future.cancel()
 
 
 def _sample_texts(todo, ids, tokenizer, pad_id, draw, samples, plan, progress) -> Translations:
@@ -215,19 +244,23 @@ def _sample_texts(todo, ids, tokenizer, pad_id, draw, samples, plan, progress) -
     results = [[Hypothesis("", 0.0)] * samples for _ in ids]
     rows_todo = [(i, k) for i in todo for k in range(samples)]  # todo is sorted by length: so are these
     stats = DecodeStats()
-    for start, count, rows, length in plan:
-        chosen = rows_todo[start : start + count]
-        batch = pad_batch([ids[i] for i, _ in chosen], rows, length, pad_id)
-        lines = [i for i, _ in chosen] + [0] * (rows - count)  # padding rows draw with any key
-        draws = [k for _, k in chosen] + [0] * (rows - count)
-        began = time.perf_counter()
-        sequences, scores = jax.device_get(draw(batch, lines, draws))
-        stats.seconds += time.perf_counter() - began
+    batches = [(rows_todo[start : start + count], rows, length) for start, count, rows, length in plan]
+
+    def decode(batch):  # one batch, on a worker thread
+        chosen, rows, length = batch
+        lines = [i for i, _ in chosen] + [0] * (rows - len(chosen))  # padding rows draw with any key
+        draws = [k for _, k in chosen] + [0] * (rows - len(chosen))
+        return jax.device_get(draw(pad_batch([ids[i] for i, _ in chosen], rows, length, pad_id), lines, draws))
+
+    began, done = time.perf_counter(), 0
+    for (chosen, _, _), (sequences, scores) in zip(batches, in_order(decode, batches)):
         for row, (i, k) in enumerate(chosen):
             results[i] = list(results[i])
             results[i][k] = Hypothesis(tokenizer.decode(sequences[row, 0]), float(scores[row, 0]))
             stats.tokens += tokenizer.length(sequences[row, 0])
+        done += len(chosen)
         if progress:
-            progress(start + count, len(rows_todo))
+            progress(done, len(rows_todo))
+    stats.seconds = time.perf_counter() - began
     stats.sentences = len(todo)
     return Translations(results, stats)
