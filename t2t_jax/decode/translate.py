@@ -76,7 +76,7 @@ class DecodeOptions:
     than their lines need (batch_plan; for latency, not throughput); ``retire_finished``: finished sentences
     leave a batch as it decodes (staged.py: faster once compiled, more programs to compile; for large inputs
     in one process), else one compiled program per batch shape; ``stop``: when a beam search ends
-    (search.STOP_RULES: "exact", T2T's; "beam_finished", CTranslate2's and fairseq's)."""
+    (search.STOP_RULES: "exact", tensor2tensor's; "beam_finished", CTranslate2's and fairseq's)."""
 
     beam: int = 4
     alpha: float = 0.6
