@@ -308,6 +308,32 @@ def decode_stop_table(data: dict) -> str:
     return "\n".join(rows)
 
 
+def decode_in_flight_table(data: dict) -> str:
+    """bench/decode_in_flight.py: the translate path with one and two batches in flight, rounds alternated."""
+    rows = [
+        "| translate path | one batch in flight (s, each round) | two batches in flight (s, each round) | "
+        "speed-up (means) |",
+        "|---|---|---|---|",
+    ]
+    for name, label in (
+        ("greedy", "greedy"),
+        ("beam4", "beam 4"),
+        ("beam4_retire_finished", "beam 4, `--retire-finished`"),
+    ):
+        one, two = data[name]["one_in_flight_seconds"], data[name]["two_in_flight_seconds"]
+        rows.append(
+            f"| {label} | {' / '.join(map(str, one))} | {' / '.join(map(str, two))} | "
+            f"{(sum(one) / len(one)) / (sum(two) / len(two)):.2f}× |"
+        )
+    rows += [
+        "",
+        f"Model: the EN→DE main job's full schedule, averaged (step {data['step']}), the {data['sentences']} Multi30k "
+        f"test sentences; `{data['command']}`, {data['date']}, {machine_line(data['machine'])}; translations "
+        "identical in every pass.",
+    ]
+    return "\n".join(rows)
+
+
 def serve_table(data: dict) -> str:
     one, ct2 = data["server_one_sentence"], data["ctranslate2_float32_one_sentence"]
 
@@ -388,6 +414,11 @@ TABLES = {  # name: (the file holding it, the JSON it comes from, the renderer)
     "serve": ("docs/decoding.md", "bench/results/serve_multi30k.json", serve_table),
     "decode_staged": ("docs/benchmarks.md", "bench/results/decode_staged_multi30k_avx2.json", decode_staged_table),
     "decode_stop": ("docs/benchmarks.md", "bench/results/decode_stop_multi30k_avx2.json", decode_stop_table),
+    "decode_in_flight": (
+        "docs/benchmarks.md",
+        "bench/results/decode_in_flight_multi30k_avx2.json",
+        decode_in_flight_table,
+    ),
 }
 
 
