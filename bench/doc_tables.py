@@ -270,14 +270,19 @@ def decode_staged_table(data: dict) -> str:
             f"{commands['translate_test_set_cold_seconds']} / {commands['translate_test_set_warm_seconds']} |"
         )
     first = data["runs"][0]["report"]
-    rows += [
-        "",
-        f"Model: the main config at step {first['step']} ({first['our_dtype']} through `auto`; CTranslate2 float32 "
-        f"of the same weights), the {first['sentences']} Multi30k test sentences, {first['threads']} threads; "
-        + "; ".join(dict.fromkeys(f"`{run['report']['command']}`" for run in data["runs"]))
-        + f", {first['date']}, {machine_line(first['machine'])}.",
-    ]
-    return "\n".join(rows)
+    return "\n".join([*rows, "", engine_runs_line(data, f"the main config at step {first['step']}")])
+
+
+def engine_runs_line(data: dict, model: str, settings: str = "") -> str:
+    """The line under a table of bench/decode_engines.py runs (``data["runs"]``): the model, the test set, the
+    threads (and ``settings``), every distinct command, the first run's date and machine."""
+    first = data["runs"][0]["report"]
+    commands = "; ".join(dict.fromkeys(f"`{run['report']['command']}`" for run in data["runs"]))
+    return (
+        f"Model: {model} ({first['our_dtype']} through `auto`; CTranslate2 float32 of the same weights), the "
+        f"{first['sentences']} Multi30k test sentences, {first['threads']} threads{settings}; {commands}, "
+        f"{first['date']}, {machine_line(first['machine'])}."
+    )
 
 
 def decode_stop_table(data: dict) -> str:
@@ -296,16 +301,8 @@ def decode_stop_table(data: dict) -> str:
             f"| {run['label']} (`{run['commit']}`) | {' | '.join(cells)} | "
             f"{ct2['seconds'] / exact['seconds']:.2f}× / {ct2['seconds'] / finished['seconds']:.2f}× |"
         )
-    first = data["runs"][0]["report"]
-    rows += [
-        "",
-        f"Model: the EN→DE main job's full schedule, averaged (step {first['step']}, {first['our_dtype']} through "
-        f"`auto`; CTranslate2 float32 of the same weights), the {first['sentences']} Multi30k test sentences, "
-        f"{first['threads']} threads, α 0.6; "
-        + "; ".join(dict.fromkeys(f"`{run['report']['command']}`" for run in data["runs"]))
-        + f", {first['date']}, {machine_line(first['machine'])}.",
-    ]
-    return "\n".join(rows)
+    model = f"the EN→DE main job's full schedule, averaged at step {data['runs'][0]['report']['step']}"
+    return "\n".join([*rows, "", engine_runs_line(data, model, ", α 0.6")])
 
 
 def decode_in_flight_table(data: dict) -> str:
