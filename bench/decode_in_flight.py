@@ -1,5 +1,5 @@
 """Batches in flight: the translate path (``translate_texts``) with one batch decoding at a time and with two,
-each from its own thread (``decode/translate.py::in_order``), on one checkpoint and its test set, alternated
+each from its own thread (``DecodeOptions.batches_in_flight``), on one checkpoint and its test set, alternated
 in one process so both see the same machine. Every pass's translations must equal the one-at-a-time ones.
 Prints JSON.
 
@@ -12,7 +12,7 @@ shapes), then timed ``--rounds`` times per depth, depth 1 before depth 2 in each
 from __future__ import annotations
 
 import argparse
-import functools
+import dataclasses
 import json
 import pathlib
 import sys
@@ -41,18 +41,14 @@ def main():
     args = parser.parse_args()
     model = translate.load_for_inference(args.workdir, args.checkpoint)
     sources, _ = split_text(ml_collections.ConfigDict(model.config), "test")
-    one_at_a_time = translate.in_order
 
     def run(options, depth):
-        translate.in_order = functools.partial(one_at_a_time, depth=depth)  # what translate_texts calls
-        try:
-            start = time.perf_counter()
-            result = translate.translate_texts(
-                sources, model.tokenizer, model.params, model.cfg, options, log=lambda *_: None
-            )
-            return result.best, round(time.perf_counter() - start, 2)
-        finally:
-            translate.in_order = one_at_a_time
+        options = dataclasses.replace(options, batches_in_flight=depth)
+        start = time.perf_counter()
+        result = translate.translate_texts(
+            sources, model.tokenizer, model.params, model.cfg, options, log=lambda *_: None
+        )
+        return result.best, round(time.perf_counter() - start, 2)
 
     report = {"workdir": args.workdir, "checkpoint": args.checkpoint, "step": model.step, "sentences": len(sources)}
     for name, options in PATHS.items():

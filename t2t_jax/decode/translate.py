@@ -76,7 +76,8 @@ class DecodeOptions:
     than their lines need (batch_plan; for latency, not throughput); ``retire_finished``: finished sentences
     leave a batch as it decodes (staged.py: faster once compiled, more programs to compile; for large inputs
     in one process), else one compiled program per batch shape; ``stop``: when a beam search ends
-    (search.STOP_RULES: "exact", tensor2tensor's; "beam_finished", CTranslate2's and fairseq's)."""
+    (search.STOP_RULES: "exact", tensor2tensor's; "beam_finished", CTranslate2's and fairseq's);
+    ``batches_in_flight``: batches decoded at once (in_order)."""
 
     beam: int = 4
     alpha: float = 0.6
@@ -86,6 +87,7 @@ class DecodeOptions:
     fit_rows: bool = False
     retire_finished: bool = False
     stop: str = "exact"
+    batches_in_flight: int = BATCHES_IN_FLIGHT
 
 
 @dataclasses.dataclass
@@ -206,7 +208,7 @@ def translate_texts(
         return jax.device_get(program(rows, length)(params, inputs))
 
     began = time.perf_counter()
-    for (chosen, _, _), (sequences, scores) in zip(batches, in_order(decode, batches)):
+    for (chosen, _, _), (sequences, scores) in zip(batches, in_order(decode, batches, options.batches_in_flight)):
         for row, i in enumerate(chosen):
             results[i] = [Hypothesis(tokenizer.decode(sequences[row, k]), float(scores[row, k])) for k in range(nbest)]
             stats.tokens += tokenizer.length(sequences[row, 0])
