@@ -325,7 +325,8 @@ def decode_in_flight_table(data: dict) -> str:
     rows += [
         "",
         f"Model: the EN→DE main job's full schedule, averaged (step {data['step']}), the {data['sentences']} Multi30k "
-        f"test sentences; `{data['command']}`, {data['date']}, {machine_line(data['machine'])}; translations "
+        f"test sentences; `{data['command']}` at {data['commit']}, {data['date']}, {machine_line(data['machine'])}; "
+        "translations "
         "identical in every pass.",
     ]
     return "\n".join(rows)

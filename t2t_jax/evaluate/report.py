@@ -44,7 +44,7 @@ def markdown(report: dict) -> str:
     return "\n".join(
         [
             f"# {report['name']}: {report['sentences']} sentences, beam {report['beam']}, alpha {report['alpha']}"
-            + (f", stop {report['stop']}" if report.get("stop", "exact") != "exact" else ""),
+            + (f", stop {report['stop']}" if report["stop"] != "exact" else ""),
             "",
             "| metric | score |",
             "|---|---|",
