@@ -8,6 +8,10 @@ Then the ``translate`` command as a user runs it (``--no-commands`` skips): the 
 compilation cache) and warm, one sentence from stdin cold then warm, and a CTranslate2 process translating
 that sentence. Ours "first run" in the JSON is the in-process cold decode (every batch shape compiled).
 
+``--rounds N`` runs every engine N times, alternating (ours, CTranslate2, ... then again), and reports each one's
+median with the rounds' times beside it: on a shared machine one run of an engine can move by a third, and
+alternating puts every engine under the same drift.
+
 Every engine gets the same threads (``--threads``, default all cores). CTranslate2 and HF decode batches of
 ``--batch`` sentences; ours its translate path's batches (``TOKENS_PER_BATCH`` padded source tokens: 32
 sentences of <= 16 tokens, 16 of <= 32, ...), as ``t2t-translate`` does.
@@ -21,6 +25,7 @@ import argparse
 import json
 import os
 import pathlib
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -126,6 +131,9 @@ def criteria(report) -> dict:
         "warm_speed_over_ctranslate2_float32": round(ct2 / report["t2t_jax_beam4"]["seconds"], 2),
         "first_decode_time_over_ctranslate2_float32": round(report["t2t_jax_beam4_first_run_seconds"] / ct2, 2),
     }
+    if "rounds_seconds" in report["t2t_jax_beam4"]:  # each round's own ratio: the drift within a run
+        pairs = zip(report["ctranslate2_float32_beam4"]["rounds_seconds"], report["t2t_jax_beam4"]["rounds_seconds"])
+        out["warm_speed_over_ctranslate2_float32_each_round"] = [round(theirs / ours, 2) for theirs, ours in pairs]
     if "commands" in report:
         commands = report["commands"]
         out["translate_command_cold_time_over_ctranslate2_float32"] = round(
@@ -142,7 +150,9 @@ def main():
     parser.add_argument("--limit", type=int, default=0, help="first N test sentences (0 = all)")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--batch", type=int, default=64, help="sentences per batch for CTranslate2 and HF")
+    parser.add_argument("--rounds", type=int, default=1, help="time every engine this many times, alternating")
     parser.add_argument("--no-commands", action="store_true", help="skip the whole-command timings")
+    parser.add_argument("--no-hf", action="store_true", help="skip Hugging Face generate()")
     parser.add_argument("--retire-finished", action="store_true", help="ours (API and command) with --retire-finished")
     parser.add_argument(
         "--stop",
@@ -163,16 +173,19 @@ def main():
         "sentences": len(sources),
         "threads": args.threads,
         "batch": args.batch,
+        "rounds": args.rounds,
         "retire_finished": args.retire_finished,
         "stop": args.stop,
     }
 
     def ours(beam, stop=args.stop, name=""):
-        """Timed on a second run: the first compiles each batch shape (its time is reported apart)."""
+        """Timed after a first run that compiles each batch shape (its time is reported apart)."""
         options = DecodeOptions(beam, retire_finished=args.retire_finished, stop=stop)
-        start = time.perf_counter()
-        translate_texts(sources, model.tokenizer, model.params, model.cfg, options, log=lambda *_: None)
-        report[f"t2t_jax_beam{beam}{name}_first_run_seconds"] = round(time.perf_counter() - start, 2)
+        first = f"t2t_jax_beam{beam}{name}_first_run_seconds"
+        if first not in report:
+            start = time.perf_counter()
+            translate_texts(sources, model.tokenizer, model.params, model.cfg, options, log=lambda *_: None)
+            report[first] = round(time.perf_counter() - start, 2)
         start = time.perf_counter()
         result = translate_texts(sources, model.tokenizer, model.params, model.cfg, options, log=lambda *_: None)
         return result.best, result.stats.tokens, time.perf_counter() - start
@@ -193,17 +206,23 @@ def main():
                 runs[f"t2t_jax_beam{beam}_stop_exact"] = lambda beam=beam: ours(beam, "exact", "_stop_exact")
             runs[f"ctranslate2_float32_beam{beam}"] = lambda beam=beam: timed(lambda: ct2(beam, "float32"))
             runs[f"ctranslate2_int8_beam{beam}"] = lambda beam=beam: timed(lambda: ct2(beam, "int8"))
-            runs[f"hf_generate_beam{beam}"] = lambda beam=beam: timed(lambda: hf(beam))
-        outputs = {}
-        for name, run in runs.items():
-            outputs[name], tokens, seconds = run()
-            report[name] = {
-                "seconds": round(seconds, 2),
-                "sentences_per_s": round(len(sources) / seconds, 1),
-                "target_tokens_per_s": round(tokens / seconds, 1),
-                "sacrebleu": round(sacre_bleu(outputs[name], references)["score"], 2),
-            }
-            print(name, report[name], file=sys.stderr, flush=True)
+            if not args.no_hf:
+                runs[f"hf_generate_beam{beam}"] = lambda beam=beam: timed(lambda: hf(beam))
+        outputs, rounds = {}, {name: [] for name in runs}
+        for _ in range(args.rounds):
+            for name, run in runs.items():
+                outputs[name], tokens, seconds = run()
+                rounds[name].append(round(seconds, 2))
+                seconds = statistics.median(rounds[name])
+                report[name] = {
+                    "seconds": round(seconds, 2),
+                    "sentences_per_s": round(len(sources) / seconds, 1),
+                    "target_tokens_per_s": round(tokens / seconds, 1),
+                    "sacrebleu": round(sacre_bleu(outputs[name], references)["score"], 2),
+                }
+                if args.rounds > 1:
+                    report[name]["rounds_seconds"] = rounds[name]
+                print(name, report[name], file=sys.stderr, flush=True)
         if not args.no_commands:
             source_file = f"{scratch}/test.src"
             pathlib.Path(source_file).write_text("\n".join(sources) + "\n", encoding="utf-8")
