@@ -28,7 +28,7 @@ from t2t_jax.data.pipeline import batch_plan, pad_batch  # noqa: E402
 from t2t_jax.data.sources import split_text  # noqa: E402
 from t2t_jax.decode import search  # noqa: E402
 from t2t_jax.decode.decoder import EXTRA_LENGTH, decode_length, translate_ids  # noqa: E402
-from t2t_jax.decode.translate import TOKENS_PER_BATCH, load_for_inference  # noqa: E402
+from t2t_jax.decode.translate import default_tokens_per_batch, load_for_inference  # noqa: E402
 
 RECORDS = []  # (t, alive log-prob of the best alive [batch], best finished score [batch]) per beam step
 _run_loop = search.run_loop
@@ -67,8 +67,9 @@ def main():
     parser.add_argument("--checkpoint", default="averaged")
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--alpha", type=float, default=0.6)
-    parser.add_argument("--tokens-per-batch", type=int, default=TOKENS_PER_BATCH)
+    parser.add_argument("--tokens-per-batch", type=int, help="default: the translate path's for --beam")
     args = parser.parse_args()
+    args.tokens_per_batch = args.tokens_per_batch or default_tokens_per_batch(args.beam)
     search.run_loop = recording_run_loop
     model = load_for_inference(args.workdir, args.checkpoint)
     cfg = model.cfg

@@ -13,8 +13,8 @@ median with the rounds' times beside it: on a shared machine one run of an engin
 alternating puts every engine under the same drift.
 
 Every engine gets the same threads (``--threads``, default all cores). CTranslate2 and HF decode batches of
-``--batch`` sentences; ours its translate path's batches (``TOKENS_PER_BATCH`` padded source tokens: 32
-sentences of <= 16 tokens, 16 of <= 32, ...), as ``t2t-translate`` does.
+``--batch`` sentences; ours its translate path's batches (``default_tokens_per_batch``: ~128 decoder rows, 32
+sentences of <= 16 tokens at beam 4, 128 greedy, ...), as ``t2t-translate`` does.
 Beam 4: ours ranks by GNMT's α = 0.6 (§6.1); CTranslate2 and HF by log P / |Y|^p with the p the HF export
 writes (export/marian.py::hf_length_penalty). Ours decodes in the config's dtype; the exports are float32.
 """

@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from t2t_jax.decode.score import SCORE_TOKENS_PER_BATCH
 from t2t_jax.decode.translate import (
-    TOKENS_PER_BATCH,
     DecodeOptions,
     LoadedModel,
     Sampling,
@@ -93,7 +93,7 @@ class Translator:
         beam: int = 4,
         alpha: float = 0.6,
         nbest: int = 1,
-        tokens_per_batch: int = TOKENS_PER_BATCH,
+        tokens_per_batch: int | None = None,
         progress=None,
         sample: bool = False,
         temperature: float = 1.0,
@@ -107,10 +107,12 @@ class Translator:
         """Every line translated (``.best``: the best per line; ``.hypotheses[i]``: its ``nbest``, with
         scores); beam 1 = greedy; α: GNMT length penalty (§6.1). ``sample``: draw ``nbest`` translations per
         line at ``temperature`` from the ``top_k`` most likely tokens and the ``top_p`` nucleus, reproducibly
-        for a ``seed`` (scores: the model's log-probabilities). ``progress``: a (done, total) callback, e.g.
-        ``t2t_jax.progress.Meter("translate")``. ``fit_rows``: batches no larger than the lines need (lower
-        latency for a few lines; more shapes to compile). ``retire_finished``: finished sentences leave their
-        batch as it decodes (faster once compiled, more to compile: for large inputs; docs/decoding.md).
+        for a ``seed`` (scores: the model's log-probabilities). ``tokens_per_batch``: padded source tokens
+        a batch (None: ~128 decoder rows, decode.translate.default_tokens_per_batch). ``progress``: a (done,
+        total) callback, e.g. ``t2t_jax.progress.Meter("translate")``. ``fit_rows``: batches no larger than
+        the lines need (lower latency for a few lines; more shapes to compile). ``retire_finished``: finished
+        sentences leave their batch as it decodes (faster once compiled, more to compile: for large inputs;
+        docs/decoding.md).
         ``stop``: when a beam search ends, "exact" (no live hypothesis can beat the best finished one) or
         "beam_finished" (``beam`` hypotheses have finished, as CTranslate2 and fairseq; fewer steps). The
         names are the command's flags and the server's JSON keys."""
@@ -134,7 +136,7 @@ class Translator:
         bleu = sacre_bleu(hypotheses, references)
         return Scores(bleu["score"], chrf(hypotheses, references)["score"], bleu["signature"], hypotheses)
 
-    def score_pairs(self, sources, targets, *, per_token: bool = False, tokens_per_batch: int = TOKENS_PER_BATCH):
+    def score_pairs(self, sources, targets, *, per_token: bool = False, tokens_per_batch: int = SCORE_TOKENS_PER_BATCH):
         """log P(target | source) of each line pair under the model (forced decoding), as ``PairScore``s:
         ``total``, ``normalized`` (per token, EOS included), ``tokens``, and ``per_token`` when asked for."""
         from t2t_jax.decode.score import score_texts

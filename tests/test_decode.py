@@ -262,6 +262,37 @@ def test_a_models_own_special_ids_reach_its_tokenizer_and_batches(tmp_path):
     assert together.stats.sentences == 2 and together.stats.tokens > 0
 
 
+def test_default_batches_step_the_same_rows_whatever_the_beam(monkeypatch):
+    """Without --tokens-per-batch a batch is ~128 decoder rows: greedy batches hold 4x the sentences of beam-4
+    batches (2048 // 16 = 128 sentences of <= 16 tokens against 32), sampled draws count as greedy rows, and
+    an explicit tokens_per_batch wins."""
+    from t2t_jax.decode import translate
+
+    class Shapes(Exception):
+        pass
+
+    def record(params, shapes, **search):  # the shapes the translate path would compile, then stop
+        raise Shapes(sorted(set(shapes)))
+
+    class Tokenizer:
+        def encode_batch(self, texts):
+            return [[5] * 12 for _ in texts]  # 12 tokens: the 16 bucket
+
+    monkeypatch.setattr(translate, "compile_ahead", record)
+    monkeypatch.setattr(translate, "sample_ids", lambda params, batch, keys, **cut: record(None, [batch.shape]))
+
+    def shapes(options):
+        with pytest.raises(Shapes) as raised:
+            translate.translate_texts(["a line"] * 300, Tokenizer(), None, CFG, options)
+        return raised.value.args[0]
+
+    assert shapes(translate.DecodeOptions(beam=1)) == [(128, 16)]
+    assert shapes(translate.DecodeOptions(beam=4)) == [(32, 16)]
+    assert shapes(translate.DecodeOptions(beam=2)) == [(64, 16)]
+    assert shapes(translate.DecodeOptions(beam=4, sampling=translate.Sampling())) == [(128, 16)]
+    assert shapes(translate.DecodeOptions(beam=1, tokens_per_batch=256)) == [(16, 16)]
+
+
 def test_batch_plan_by_hand():
     """Shapes [tokens // bucket, bucket]; a batch takes the longest run of sorted sentences one shape holds, so
     a bucket's tail joins the next bucket's batch instead of decoding among padding rows."""

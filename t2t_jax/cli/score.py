@@ -40,8 +40,8 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     quiet_libraries()
     use_compilation_cache(args.workdir)
-    from t2t_jax.decode.score import score_texts
-    from t2t_jax.decode.translate import TOKENS_PER_BATCH, load_for_inference
+    from t2t_jax.decode.score import SCORE_TOKENS_PER_BATCH, score_texts
+    from t2t_jax.decode.translate import load_for_inference
     from t2t_jax.progress import Meter
 
     if args.tokens_per_batch is not None and args.tokens_per_batch < 1:
@@ -58,7 +58,7 @@ def main(argv=None):
         model.params,
         model.cfg,
         per_token=args.per_token,
-        tokens_per_batch=args.tokens_per_batch or TOKENS_PER_BATCH,
+        tokens_per_batch=args.tokens_per_batch or SCORE_TOKENS_PER_BATCH,
         progress=meter,
     )
     meter.close()

@@ -36,7 +36,9 @@ def build_parser():
     parser.add_argument("--input", help="input file (default: stdin)")
     parser.add_argument("--output", help="output file (default: stdout)")
     parser.add_argument(
-        "--tokens-per-batch", type=int, help="padded source tokens per batch (default: TOKENS_PER_BATCH, 512)"
+        "--tokens-per-batch",
+        type=int,
+        help="padded source tokens per batch (default: 2048 // beam, about 128 decoder rows a batch)",
     )
     parser.add_argument(
         "--retire-finished",
@@ -55,7 +57,6 @@ def main(argv=None):
     use_compilation_cache(workdir)
     from t2t_jax.decode.decoder import check_beam, check_sampling
     from t2t_jax.decode.translate import (
-        TOKENS_PER_BATCH,
         DecodeOptions,
         Sampling,
         load_ensemble,
@@ -77,9 +78,14 @@ def main(argv=None):
     texts = read_lines(args.input) if args.input else _stdin_lines()
     model = load_ensemble(args.ensemble) if args.ensemble else load_for_inference(args.workdir, args.checkpoint)
     meter = Meter("translate", unit="sentences")  # stderr: a live bar on a terminal, lines in a log
-    batch = args.tokens_per_batch or TOKENS_PER_BATCH
     options = DecodeOptions(
-        args.beam, args.alpha, args.nbest, batch, sampling, retire_finished=args.retire_finished, stop=args.stop
+        args.beam,
+        args.alpha,
+        args.nbest,
+        args.tokens_per_batch,
+        sampling,
+        retire_finished=args.retire_finished,
+        stop=args.stop,
     )
     translations = translate_texts(
         texts,

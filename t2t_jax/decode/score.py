@@ -12,10 +12,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from t2t_jax.data.pipeline import batch_plan, pad_batch
-from t2t_jax.decode.translate import TOKENS_PER_BATCH
 from t2t_jax.errors import ConfigError, DataError
 from t2t_jax.model import Transformer
 from t2t_jax.model.config import ModelConfig
+
+# Padded tokens per batch of (source, target) pairs: one teacher-forced forward pass a batch (not a search).
+SCORE_TOKENS_PER_BATCH = 512
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +47,7 @@ def score_texts(
     cfg: ModelConfig,
     *,
     per_token: bool = False,
-    tokens_per_batch: int = TOKENS_PER_BATCH,
+    tokens_per_batch: int = SCORE_TOKENS_PER_BATCH,
     progress=None,
 ) -> list[PairScore]:
     """The score of every (source, target) line pair, in input order. A pair with an empty side scores 0 over

@@ -31,10 +31,19 @@ from t2t_jax.model.precision import resolve_dtype
 from t2t_jax.special_ids import SpecialIds
 from t2t_jax.workdir import Workdir
 
-# Source tokens per batch (padded): 32 sentences of <= 16 tokens, 16 of <= 32, ... The fastest beam-4 batch on
-# 2 CPU cores (fewer finished sentences computing beside a batch's last one; docs/decoding.md, "On real data");
-# accelerators want far larger batches (--tokens-per-batch).
-TOKENS_PER_BATCH = 512
+# Decoder rows x padded source tokens per batch: a search of ``beam`` hypotheses per sentence takes batches of
+# ROW_TOKENS_PER_BATCH // beam source tokens, so every search steps ~128 rows (32 sentences of <= 16 tokens at
+# beam 4, 128 greedy; 64 / 16 of <= 32, ...). 128 rows were the fastest on 2 CPU cores at beam 4 and greedy alike
+# (fewer finished sentences computing beside a batch's last one against bigger matmuls; docs/decoding.md, "On
+# real data"); accelerators want far larger batches (--tokens-per-batch).
+ROW_TOKENS_PER_BATCH = 2048
+
+
+def default_tokens_per_batch(beam: int) -> int:
+    """Padded source tokens per batch when none is given: ROW_TOKENS_PER_BATCH over the rows a sentence takes."""
+    return max(ROW_TOKENS_PER_BATCH // beam, 1)
+
+
 # Batches decoded at once, each from its own thread: a decoding step at a test set's batch sizes is many small ops
 # that leave cores idle, which another batch's step fills (docs/benchmarks.md, "Two batches in flight").
 BATCHES_IN_FLIGHT = 2
@@ -77,17 +86,24 @@ class DecodeOptions:
     leave a batch as it decodes (staged.py: faster once compiled, more programs to compile; for large inputs
     in one process), else one compiled program per batch shape; ``stop``: when a beam search ends
     (search.STOP_RULES: "exact", tensor2tensor's; "beam_finished", CTranslate2's and fairseq's);
-    ``batches_in_flight``: batches decoded at once (in_order)."""
+    ``batches_in_flight``: batches decoded at once (in_order); ``tokens_per_batch`` None: the beam's default
+    (default_tokens_per_batch; a sampled draw is one row)."""
 
     beam: int = 4
     alpha: float = 0.6
     nbest: int = 1
-    tokens_per_batch: int = TOKENS_PER_BATCH
+    tokens_per_batch: int | None = None
     sampling: Sampling | None = None
     fit_rows: bool = False
     retire_finished: bool = False
     stop: str = "exact"
     batches_in_flight: int = BATCHES_IN_FLIGHT
+
+    def batch_tokens(self) -> int:
+        """The padded source tokens of a batch: ``tokens_per_batch``, else the default for the rows a line takes."""
+        if self.tokens_per_batch is not None:
+            return self.tokens_per_batch
+        return default_tokens_per_batch(1 if self.sampling else self.beam)
 
 
 @dataclasses.dataclass
@@ -178,7 +194,7 @@ def translate_texts(
         if ensemble:
             raise ConfigError("sampling draws from one model: give one workdir, not an ensemble")
         lengths = [len(ids[i]) for i in todo for _ in range(nbest)]
-        plan = batch_plan(lengths, options.tokens_per_batch, cfg.max_len, fit_rows=options.fit_rows)
+        plan = batch_plan(lengths, options.batch_tokens(), cfg.max_len, fit_rows=options.fit_rows)
 
         def draw(batch, lines, draws):
             keys = sample_keys(sampling.seed, lines, draws)
@@ -188,7 +204,7 @@ def translate_texts(
         return _sample_texts(todo, ids, tokenizer, cfg.pad_id, draw, nbest, plan, progress)
     results = [[Hypothesis("", 0.0)] * nbest for _ in texts]
     stats = DecodeStats()
-    plan = batch_plan([len(ids[i]) for i in todo], options.tokens_per_batch, cfg.max_len, fit_rows=options.fit_rows)
+    plan = batch_plan([len(ids[i]) for i in todo], options.batch_tokens(), cfg.max_len, fit_rows=options.fit_rows)
     search = {"beam": beam, "alpha": alpha, "nbest": nbest, "stop": options.stop}
     if ensemble:  # jit compiles each shape on first use
         ensemble_program = functools.partial(ensemble_ids, cfgs=ensemble, **search)
