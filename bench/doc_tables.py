@@ -305,6 +305,38 @@ def decode_stop_table(data: dict) -> str:
     return "\n".join([*rows, "", engine_runs_line(data, model, ", α 0.6")])
 
 
+def decode_batch_size_table(data: dict) -> str:
+    """bench/decode_batch_size.py: the translate path's time by tokens_per_batch, CTranslate2 in every round."""
+    runs = data["runs"]
+    rows = ["| search | tokens per batch (rows of <= 16 tokens) | s, each round | median s | ÷ CTranslate2 speed |"]
+    rows.append("|---|---|---|---|---|")
+    for beam in (1, 4):
+        theirs = runs[f"ctranslate2_float32_beam{beam}"]["median_seconds"]
+        for name, run in runs.items():
+            if not name.startswith(f"beam{beam}_tokens"):
+                continue
+            tokens = int(name.rsplit("tokens", 1)[1])
+            label = f"**{tokens}**" if tokens == data["default_tokens_per_batch"][f"beam{beam}"] else str(tokens)
+            rows.append(
+                f"| {'greedy' if beam == 1 else f'beam {beam}'} | {label} ({tokens * beam // 16}) | "
+                f"{' / '.join(map(str, run['rounds_seconds']))} | {run['median_seconds']} | "
+                f"{theirs / run['median_seconds']:.2f}× |"
+            )
+        their_rounds = " / ".join(map(str, runs[f"ctranslate2_float32_beam{beam}"]["rounds_seconds"]))
+        rows.append(
+            f"| CTranslate2 float32, {'greedy' if beam == 1 else f'beam {beam}'} | batches of 64 | "
+            f"{their_rounds} | {theirs} | 1× |"
+        )
+    rows += [
+        "",
+        f"Bold: the default. Model: the EN→DE main job's full schedule, averaged (step {data['step']}), the "
+        f"{data['sentences']} Multi30k test sentences, {data['threads']} threads; `{data['command']}` at "
+        f"{data['commit']}, {data['date']}, {machine_line(data['machine'])}; a search's translations identical "
+        "at every size.",
+    ]
+    return "\n".join(rows)
+
+
 def decode_in_flight_table(data: dict) -> str:
     """bench/decode_in_flight.py: the translate path with one and two batches in flight, rounds alternated."""
     rows = [
@@ -416,6 +448,11 @@ TABLES = {  # name: (the file holding it, the JSON it comes from, the renderer)
         "docs/benchmarks.md",
         "bench/results/decode_in_flight_multi30k_avx2.json",
         decode_in_flight_table,
+    ),
+    "decode_batch_size": (
+        "docs/benchmarks.md",
+        "bench/results/decode_batch_size_multi30k_avx2.json",
+        decode_batch_size_table,
     ),
 }
 
