@@ -101,25 +101,28 @@ def wall(command, stdin=None, env=None) -> float:
 
 def commands(workdir, checkpoint, source_file, ct2_dir, scratch, flags=()) -> dict:
     """The ``translate`` command on the test set and on one sentence, cold (an empty compilation cache; for the
-    sentence, a cache without its batch shape) and warm (the cache the cold run filled), and CTranslate2's
-    one-sentence process for comparison."""
+    sentence, a cache without its batch shape) and warm (the cache the cold run filled), and a CTranslate2
+    process doing each (beam 4) for comparison."""
     cache = {"JAX_COMPILATION_CACHE_DIR": f"{scratch}/jax_cache"}
     translate = [sys.executable, "-m", "t2t_jax", "translate", "--workdir", workdir, "--checkpoint", checkpoint, *flags]
     test_set = translate + ["--input", source_file, "--output", f"{scratch}/out.txt"]
     one = f"{SENTENCE}\n".encode()
-    ct2_one = (
+    ct2_process = (  # a whole CTranslate2 process on stdin's lines: import, load, tokenize, beam 4 at α 0.6, detokenize
         "import ctranslate2, sentencepiece as spm, sys\n"
         f"t = ctranslate2.Translator({ct2_dir!r}, intra_threads={os.cpu_count()})\n"
         f"sp = spm.SentencePieceProcessor(model_file={ct2_dir + '/source.spm'!r})\n"
-        "print(sp.decode(t.translate_batch([sp.encode(sys.stdin.read().strip(), out_type=str)], beam_size=4)"
-        "[0].hypotheses[0]))\n"
+        "lines = [sp.encode(line, out_type=str) for line in sys.stdin.read().splitlines()]\n"
+        f"out = t.translate_batch(lines, beam_size=4, length_penalty={hf_length_penalty(0.6)}, max_batch_size=64)\n"
+        "print('\\n'.join(sp.decode(r.hypotheses[0]) for r in out))\n"
     )
+    test_lines = pathlib.Path(source_file).read_bytes()
     return {  # run in this order
         "translate_test_set_cold_seconds": wall(test_set, env=cache),
         "translate_test_set_warm_seconds": wall(test_set, env=cache),
+        "ctranslate2_test_set_process_seconds": wall([sys.executable, "-c", ct2_process], stdin=test_lines),
         "translate_one_sentence_cold_seconds": wall(translate, stdin=one, env=cache),  # compiles its own shape
         "translate_one_sentence_warm_seconds": wall(translate, stdin=one, env=cache),
-        "ctranslate2_one_sentence_process_seconds": wall([sys.executable, "-c", ct2_one], stdin=one),
+        "ctranslate2_one_sentence_process_seconds": wall([sys.executable, "-c", ct2_process], stdin=one),
     }
 
 
@@ -140,6 +143,11 @@ def criteria(report) -> dict:
             commands["translate_test_set_cold_seconds"] / ct2, 2
         )
         out["one_sentence_warm_seconds"] = commands["translate_one_sentence_warm_seconds"]
+        if "ctranslate2_test_set_process_seconds" in commands:  # whole process against whole process
+            theirs = commands["ctranslate2_test_set_process_seconds"]
+            for cache in ("cold", "warm"):
+                ours = commands[f"translate_test_set_{cache}_seconds"]
+                out[f"translate_command_{cache}_over_ctranslate2_process"] = round(ours / theirs, 2)
     return out
 
 
