@@ -262,35 +262,53 @@ def test_a_models_own_special_ids_reach_its_tokenizer_and_batches(tmp_path):
     assert together.stats.sentences == 2 and together.stats.tokens > 0
 
 
+class _Shapes(Exception):
+    """The batch shapes the translate path was about to compile (raised instead of compiling them)."""
+
+
+def _planned_shapes(monkeypatch, lengths, options):
+    """The sorted distinct [rows, length] shapes translate_texts plans for lines of ``lengths`` tokens."""
+    from t2t_jax.decode import translate
+
+    def record(params, shapes, **search):
+        raise _Shapes(sorted(set(shapes)))
+
+    class Tokenizer:
+        def encode_batch(self, texts):
+            return [[5] * n for n in lengths]
+
+    monkeypatch.setattr(translate, "compile_ahead", record)
+    monkeypatch.setattr(translate, "sample_ids", lambda params, batch, keys, **cut: record(None, [batch.shape]))
+    with pytest.raises(_Shapes) as raised:
+        translate.translate_texts(["a line"] * len(lengths), Tokenizer(), None, CFG, options)
+    return raised.value.args[0]
+
+
 def test_default_batches_step_the_same_rows_whatever_the_beam(monkeypatch):
     """Without --tokens-per-batch a batch is ~128 decoder rows: greedy batches hold 4x the sentences of beam-4
     batches (2048 // 16 = 128 sentences of <= 16 tokens against 32), sampled draws count as greedy rows, and
     an explicit tokens_per_batch wins."""
-    from t2t_jax.decode import translate
+    from t2t_jax.decode.translate import DecodeOptions, Sampling
 
-    class Shapes(Exception):
-        pass
+    lines = [12] * 512  # 12 tokens: the 16 bucket; 512 lines fill every batch, none has a shape of its own
+    assert _planned_shapes(monkeypatch, lines, DecodeOptions(beam=1)) == [(128, 16)]
+    assert _planned_shapes(monkeypatch, lines, DecodeOptions(beam=4)) == [(32, 16)]
+    assert _planned_shapes(monkeypatch, lines, DecodeOptions(beam=2)) == [(64, 16)]
+    assert _planned_shapes(monkeypatch, lines, DecodeOptions(beam=4, sampling=Sampling())) == [(128, 16)]
+    assert _planned_shapes(monkeypatch, lines, DecodeOptions(beam=1, tokens_per_batch=256)) == [(16, 16)]
 
-    def record(params, shapes, **search):  # the shapes the translate path would compile, then stop
-        raise Shapes(sorted(set(shapes)))
 
-    class Tokenizer:
-        def encode_batch(self, texts):
-            return [[5] * 12 for _ in texts]  # 12 tokens: the 16 bucket
+def test_a_batch_with_a_shape_of_its_own_computes_no_padding_rows(monkeypatch):
+    """One line decodes in 1 row, not a full batch of 32 (beam 4); three lines in 4. Where a shape serves several
+    batches its rows stay (the program is compiled anyway); a lone last batch of another bucket fits its lines."""
+    from t2t_jax.decode.translate import DecodeOptions
 
-    monkeypatch.setattr(translate, "compile_ahead", record)
-    monkeypatch.setattr(translate, "sample_ids", lambda params, batch, keys, **cut: record(None, [batch.shape]))
-
-    def shapes(options):
-        with pytest.raises(Shapes) as raised:
-            translate.translate_texts(["a line"] * 300, Tokenizer(), None, CFG, options)
-        return raised.value.args[0]
-
-    assert shapes(translate.DecodeOptions(beam=1)) == [(128, 16)]
-    assert shapes(translate.DecodeOptions(beam=4)) == [(32, 16)]
-    assert shapes(translate.DecodeOptions(beam=2)) == [(64, 16)]
-    assert shapes(translate.DecodeOptions(beam=4, sampling=translate.Sampling())) == [(128, 16)]
-    assert shapes(translate.DecodeOptions(beam=1, tokens_per_batch=256)) == [(16, 16)]
+    assert _planned_shapes(monkeypatch, [12], DecodeOptions(beam=4)) == [(1, 16)]
+    assert _planned_shapes(monkeypatch, [12, 3, 9], DecodeOptions(beam=4)) == [(4, 16)]
+    # 64 lines of <= 16 tokens: two batches of (32, 16); then 3 lines of 20 in a (16, 32) of their own
+    assert _planned_shapes(monkeypatch, [12] * 64 + [20] * 3, DecodeOptions(beam=4)) == [(4, 32), (32, 16)]
+    # 70: the last 6 short lines join the 3 long ones (batch_plan), 9 lines alone in their shape: 16 rows
+    assert _planned_shapes(monkeypatch, [12] * 70 + [20] * 3, DecodeOptions(beam=4)) == [(16, 32), (32, 16)]
 
 
 def test_batch_plan_by_hand():

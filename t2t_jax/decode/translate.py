@@ -82,9 +82,10 @@ class Sampling:
 class DecodeOptions:
     """How lines are decoded (the translate command's flags): beam 1 = greedy; ``alpha``: the GNMT length penalty
     (§6.1); ``nbest`` hypotheses per line, or ``nbest`` draws with ``sampling``; ``fit_rows``: batches no larger
-    than their lines need (batch_plan; for latency, not throughput); ``retire_finished``: finished sentences
-    leave a batch as it decodes (staged.py: faster once compiled, more programs to compile; for large inputs
-    in one process), else one compiled program per batch shape; ``stop``: when a beam search ends
+    than their lines need (batch_plan; for latency, not throughput; a batch of a shape of its own always is:
+    decode_plan); ``retire_finished``: finished sentences leave a batch as it decodes (staged.py: faster once
+    compiled, more programs to compile; for large inputs in one process), else one compiled program per batch
+    shape; ``stop``: when a beam search ends
     (search.STOP_RULES: "exact", tensor2tensor's; "beam_finished", CTranslate2's and fairseq's);
     ``batches_in_flight``: batches decoded at once (in_order); ``tokens_per_batch`` None: the beam's default
     (default_tokens_per_batch; a sampled draw is one row)."""
@@ -194,7 +195,7 @@ def translate_texts(
         if ensemble:
             raise ConfigError("sampling draws from one model: give one workdir, not an ensemble")
         lengths = [len(ids[i]) for i in todo for _ in range(nbest)]
-        plan = batch_plan(lengths, options.batch_tokens(), cfg.max_len, fit_rows=options.fit_rows)
+        plan = decode_plan(lengths, options, cfg.max_len)
 
         def draw(batch, lines, draws):
             keys = sample_keys(sampling.seed, lines, draws)
@@ -204,7 +205,7 @@ def translate_texts(
         return _sample_texts(todo, ids, tokenizer, cfg.pad_id, draw, nbest, plan, progress)
     results = [[Hypothesis("", 0.0)] * nbest for _ in texts]
     stats = DecodeStats()
-    plan = batch_plan([len(ids[i]) for i in todo], options.batch_tokens(), cfg.max_len, fit_rows=options.fit_rows)
+    plan = decode_plan([len(ids[i]) for i in todo], options, cfg.max_len)
     search = {"beam": beam, "alpha": alpha, "nbest": nbest, "stop": options.stop}
     if ensemble:  # jit compiles each shape on first use
         ensemble_program = functools.partial(ensemble_ids, cfgs=ensemble, **search)
@@ -233,6 +234,20 @@ def translate_texts(
             progress(stats.sentences, len(todo))
     stats.seconds = time.perf_counter() - began
     return Translations(results, stats)
+
+
+def decode_plan(lengths, options: DecodeOptions, max_len: int) -> list:
+    """batch_plan's (start, count, rows, length) batches for decoding ``lengths`` (sorted). A batch whose shape no
+    other batch shares takes the smallest power-of-two rows that hold its lines (``fit_rows``: every batch): its
+    shape is compiled for it alone either way, and the padding rows dropped would compute every step (a one-line
+    input decodes 1 row at beam 1, not 128)."""
+    plan = batch_plan(lengths, options.batch_tokens(), max_len, fit_rows=options.fit_rows)
+    shapes = collections.Counter((rows, length) for _, _, rows, length in plan)
+    fitted = lambda count, rows: min(rows, 1 << (count - 1).bit_length())  # noqa: E731
+    return [
+        (start, count, fitted(count, rows) if shapes[rows, length] == 1 else rows, length)
+        for start, count, rows, length in plan
+    ]
 
 
 def in_order(fn, items: list, depth: int = BATCHES_IN_FLIGHT):
