@@ -302,7 +302,27 @@ def decode_stop_table(data: dict) -> str:
             f"{ct2['seconds'] / exact['seconds']:.2f}× / {ct2['seconds'] / finished['seconds']:.2f}× |"
         )
     model = f"the EN→DE main job's full schedule, averaged at step {data['runs'][0]['report']['step']}"
-    return "\n".join([*rows, "", engine_runs_line(data, model, ", α 0.6")])
+    return "\n".join([*rows, "", engine_runs_line(data, model, ", α 0.6"), *_whole_process_lines(data["runs"][-1])])
+
+
+def _whole_process_lines(run: dict) -> list:
+    """Greedy and the whole commands of a decode_engines run that timed them (none: no lines)."""
+    report = run["report"]
+    if "commands" not in report:
+        return []
+    commands, ours, theirs = report["commands"], report["t2t_jax_beam1"], report["ctranslate2_float32_beam1"]
+    return [
+        "",
+        f"The last run (`{run['commit']}`) also: greedy {ours['seconds']} s against CTranslate2's "
+        f"{theirs['seconds']} s ({theirs['seconds'] / ours['seconds']:.2f}×); our first beam-4 decode in the "
+        f"process (compiling) {report['t2t_jax_beam4_first_run_seconds']} s "
+        f"({report['targets']['first_decode_time_over_ctranslate2_float32']}× CTranslate2's warm time); whole "
+        f"processes on the test set at beam 4: `t2t-translate` {commands['translate_test_set_cold_seconds']} s "
+        f"with an empty compilation cache, {commands['translate_test_set_warm_seconds']} s with a warm one, a "
+        f"CTranslate2 process {commands['ctranslate2_test_set_process_seconds']} s; one sentence from stdin "
+        f"{commands['translate_one_sentence_cold_seconds']} s cold, {commands['translate_one_sentence_warm_seconds']} "
+        f"s warm (CTranslate2 {commands['ctranslate2_one_sentence_process_seconds']} s).",
+    ]
 
 
 def decode_batch_size_table(data: dict) -> str:
