@@ -34,8 +34,8 @@ from t2t_jax.workdir import Workdir
 # Decoder rows x padded source tokens per batch: a search of ``beam`` hypotheses per sentence takes batches of
 # ROW_TOKENS_PER_BATCH // beam source tokens, so every search steps ~128 rows (32 sentences of <= 16 tokens at
 # beam 4, 128 greedy; 64 / 16 of <= 32, ...). 128 rows were the fastest on 2 CPU cores at beam 4 and greedy alike
-# (fewer finished sentences computing beside a batch's last one against bigger matmuls; docs/decoding.md, "On
-# real data"); accelerators want far larger batches (--tokens-per-batch).
+# (bigger matmuls against more finished sentences computing beside a batch's last one; docs/benchmarks.md,
+# "Batch size: rows, not sentences"); accelerators want far larger batches (--tokens-per-batch).
 ROW_TOKENS_PER_BATCH = 2048
 
 
