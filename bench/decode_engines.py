@@ -6,7 +6,8 @@ engine's greedy output shares with ours. Prints JSON.
 
 Then the ``translate`` command as a user runs it (``--no-commands`` skips): the test set cold (an empty JAX
 compilation cache) and warm, one sentence from stdin cold then warm, and a CTranslate2 process translating
-each (whole process against whole process). Ours "first run" in the JSON is the in-process cold decode (every batch shape compiled).
+each (whole process against whole process). Ours "first run" in the JSON is the in-process cold decode (every
+batch shape compiled).
 
 ``--rounds N`` runs every engine N times, alternating (ours, CTranslate2, ... then again), and reports each one's
 median with the rounds' times beside it: on a shared machine one run of an engine can move by a third, and
