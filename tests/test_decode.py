@@ -378,6 +378,23 @@ def test_compile_ahead_compiles_each_shape_once_and_decodes_as_translate_ids(par
     assert again[2, 16].result() is first[2, 16].result()
 
 
+def test_a_shape_that_decodes_one_batch_compiles_one_loop_with_the_same_outputs(params, monkeypatch):
+    """compile_ahead's ``once``: a shape of a single batch compiles one loop over full-size caches instead of one
+    loop per cache phase, and decodes exactly as the phased program does."""
+    from t2t_jax.decode.decoder import compile_ahead
+    from t2t_jax.model import decode_cache
+
+    monkeypatch.setattr(decode_cache, "PHASE_MIN_BYTES", 0)  # caches this small would otherwise be one loop anyway
+    search = {"cfg": CFG, "beam": 2, "alpha": 0.5, "nbest": 2, "stop": "exact"}  # a key no other test compiles
+    phased = compile_ahead(params, [(3, 9)], **search)[3, 9].result()
+    once = compile_ahead(params, [(3, 9)], **search, once={(3, 9)})[3, 9].result()
+    loops = lambda program: program.as_text().count(" while(")  # noqa: E731
+    assert loops(once) < loops(phased)  # phases 16, 32, 59: three loops against one
+    src = sources()
+    for got, want in zip(once(params, src), phased(params, src)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+
+
 def test_lowercased_tokenized_bleu_by_hand():
     """Case is ignored and punctuation is split off before BLEU is counted on the tokens."""
     from t2t_jax.evaluate.bleu import lowercase_tokenized_bleu

@@ -83,23 +83,33 @@ def _search(loop: SearchLoop, beam: int, alpha, nbest: int, stop: str):
     return beam_search(loop, beam, alpha, nbest, stop)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest", "stop"))
+@functools.partial(jax.jit, static_argnames=("cfg", "beam", "alpha", "nbest", "stop", "phased"))
 def translate_ids(
-    params, inputs, *, cfg: ModelConfig, beam: int = 4, alpha: float = 0.6, nbest: int = 1, stop: str = "exact"
+    params,
+    inputs,
+    *,
+    cfg: ModelConfig,
+    beam: int = 4,
+    alpha: float = 0.6,
+    nbest: int = 1,
+    stop: str = "exact",
+    phased: bool = True,
 ):
     """Token ids [batch, beam, L] best first and their scores [batch, beam]; beam 1 is greedy search
     (summed log-probs, no length penalty: with one hypothesis there is nothing to rank). The first ``nbest``
-    hypotheses are exact (``stop``: search.STOP_RULES)."""
+    hypotheses are exact (``stop``: search.STOP_RULES). ``phased`` False: one loop over full-size caches
+    instead of decode_cache.phases' loops, the same outputs for half the compile time and slower steps (for a
+    shape that decodes one batch)."""
     check_beam(beam, nbest, stop)
-    return _search(_model_search(params, inputs, cfg, beam), beam, alpha, nbest, stop)
+    return _search(_model_search(params, inputs, cfg, beam, phased), beam, alpha, nbest, stop)
 
 
-def _model_search(params, inputs, cfg: ModelConfig, beam: int) -> SearchLoop:
+def _model_search(params, inputs, cfg: ModelConfig, beam: int, phased: bool = True) -> SearchLoop:
     """The searches' loop over one model's cached steps for ``inputs``."""
     model = Transformer(cfg)
     segments, encoded, max_len, max_lengths = encode_inputs(model, params, inputs, cfg)
     rows = inputs.shape[0] * beam
-    phases = decode_cache.phases(cfg, inputs.shape[0], beam, max_len)
+    phases = decode_cache.phases(cfg, inputs.shape[0], beam, max_len) if phased else (max_len,)
     step, reorder, grow = cached_step(model, params, encoded, segments, phases[0], beam)
     first = empty_first_cache(step, params, encoded, cfg, rows)
     return SearchLoop(step, inputs.shape[0], max_lengths, max_len, cfg.eos_id, cfg.pad_id, phases, grow, first, reorder)
@@ -210,7 +220,7 @@ def translate_uncached(
     return _search(loop, beam, alpha, nbest, stop)
 
 
-_COMPILED: dict = {}  # (rows, length, cfg, beam, alpha, nbest, stop, params placement) -> Future of the program
+_COMPILED: dict = {}  # (rows, length, cfg, beam, alpha, nbest, stop, phased, params placement) -> Future of the program
 _COMPILING = threading.Lock()
 
 
@@ -220,26 +230,31 @@ def _compile_pool() -> concurrent.futures.ThreadPoolExecutor:
     return concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="t2t-compile")
 
 
-def _compile(params, rows: int, length: int, cfg: ModelConfig, search: dict):
+def _compile(params, rows: int, length: int, cfg: ModelConfig, search: dict, phased: bool):
     inputs = jax.ShapeDtypeStruct((rows, length), jnp.int32)
-    return translate_ids.lower(params, inputs, cfg=cfg, **search).compile()
+    return translate_ids.lower(params, inputs, cfg=cfg, **search, phased=phased).compile()
 
 
-def compile_ahead(params, shapes, *, cfg: ModelConfig, beam: int, alpha: float, nbest: int, stop: str) -> dict:
+def compile_ahead(
+    params, shapes, *, cfg: ModelConfig, beam: int, alpha: float, nbest: int, stop: str, once=frozenset()
+) -> dict:
     """{(rows, length): Future of ``translate_ids`` compiled for [rows, length] inputs} for every shape a run
     will decode, compiled on two threads (XLA compiles a program on one core) while the first batches already
-    decode: a cold start waits for the first shape's compilation, not for all of them in turn. Compiled
-    decoders are kept for the process (the next dev-BLEU evaluation reuses them; a request for a shape being
-    compiled waits for that compilation); the persistent compilation cache serves a later process."""
+    decode: a cold start waits for the first shape's compilation, not for all of them in turn. Shapes in
+    ``once`` decode a single batch: their program is one loop (``phased=False``), which compiles in half the
+    time that cache phases would save it. Compiled decoders are kept for the process (the next dev-BLEU
+    evaluation reuses them; a request for a shape being compiled waits for that compilation); the persistent
+    compilation cache serves a later process."""
     futures = {}
     leaves, tree = jax.tree_util.tree_flatten(params)  # a program is compiled for its params' placement too
     placement = (tree, tuple(getattr(leaf, "sharding", None) for leaf in leaves))
     search = {"beam": beam, "alpha": alpha, "nbest": nbest, "stop": stop}
     with _COMPILING:
         for shape in dict.fromkeys(shapes):
-            key = (*shape, cfg, beam, alpha, nbest, stop, placement)
+            phased = shape not in once
+            key = (*shape, cfg, beam, alpha, nbest, stop, phased, placement)
             known = _COMPILED.get(key)
             if known is None or (known.done() and known.exception() is not None):  # a failure is retried
-                _COMPILED[key] = _compile_pool().submit(_compile, params, *shape, cfg, search)
+                _COMPILED[key] = _compile_pool().submit(_compile, params, *shape, cfg, search, phased)
             futures[shape] = _COMPILED[key]
     return futures

@@ -214,8 +214,9 @@ def translate_texts(
         staged_program = functools.partial(translate_staged, cfg=cfg, **search)
         program = lambda rows, length: staged_program  # noqa: E731
     else:
-        shapes = [(rows, length) for _, _, rows, length in plan]
-        decoders = compile_ahead(params, shapes, cfg=cfg, **search)
+        shapes = collections.Counter((rows, length) for _, _, rows, length in plan)
+        once = {shape for shape, batches in shapes.items() if batches == 1}
+        decoders = compile_ahead(params, list(shapes), cfg=cfg, **search, once=once)
         program = lambda rows, length: decoders[rows, length].result()  # noqa: E731
     batches = [(todo[start : start + count], rows, length) for start, count, rows, length in plan]
 
