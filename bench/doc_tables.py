@@ -357,6 +357,36 @@ def decode_batch_size_table(data: dict) -> str:
     return "\n".join(rows)
 
 
+def decode_one_loop_once_table(data: dict) -> str:
+    """bench/decode_real.py before and after one-batch shapes compile one loop, rounds alternated."""
+    import statistics
+
+    rows = [
+        "| input | commit | first decode (s, each round) | median | second decode (s, each round) | median |",
+        "|---|---|---|---|---|---|",
+    ]
+    cells = {}
+    for run in data["runs"]:
+        first, second = (round(r["seconds"], 2) for r in run["report"]["runs"])
+        entry = cells.setdefault((run["input"], run["side"], run["commit"]), ([], []))
+        entry[0].append(first)
+        entry[1].append(second)
+    for (source, side, commit), (first, second) in sorted(cells.items(), key=lambda c: (c[0][0], c[0][1] != "before")):
+        rows.append(
+            f"| {source} | {side} (`{commit}`) | {' / '.join(map(str, first))} | {statistics.median(first)} | "
+            f"{' / '.join(map(str, second))} | {statistics.median(second)} |"
+        )
+    report = data["runs"][0]["report"]
+    rows += [
+        "",
+        f"Model: the EN→DE main job's full schedule, averaged (step {report['step']}), beam 4, "
+        f"{report['dtype']}; `python bench/decode_real.py --workdir runs/m30k_full --input FILE` in a checkout of "
+        f"each commit, the two alternated over three rounds (63 lines: `sed -n '1~16p'` of the test set), "
+        f"{report['date']}, {machine_line(report['machine'])}.",
+    ]
+    return "\n".join(rows)
+
+
 def decode_in_flight_table(data: dict) -> str:
     """bench/decode_in_flight.py: the translate path with one and two batches in flight, rounds alternated."""
     rows = [
@@ -468,6 +498,11 @@ TABLES = {  # name: (the file holding it, the JSON it comes from, the renderer)
         "docs/benchmarks.md",
         "bench/results/decode_in_flight_multi30k_avx2.json",
         decode_in_flight_table,
+    ),
+    "decode_one_loop_once": (
+        "docs/decoding.md",
+        "bench/results/decode_one_loop_once_multi30k_avx2.json",
+        decode_one_loop_once_table,
     ),
     "decode_batch_size": (
         "docs/benchmarks.md",
