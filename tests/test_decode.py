@@ -4,6 +4,7 @@ import dataclasses
 import math
 import subprocess
 import sys
+import time
 
 import jax
 import jax.numpy as jnp
@@ -378,21 +379,31 @@ def test_compile_ahead_compiles_each_shape_once_and_decodes_as_translate_ids(par
     assert again[2, 16].result() is first[2, 16].result()
 
 
-def test_a_shape_that_decodes_one_batch_compiles_one_loop_with_the_same_outputs(params, monkeypatch):
-    """compile_ahead's ``once``: a shape of a single batch compiles one loop over full-size caches instead of one
-    loop per cache phase, and decodes exactly as the phased program does."""
+def test_a_shape_needed_for_one_batch_compiles_one_loop_until_the_process_needs_it_again(params, monkeypatch):
+    """compile_ahead's ``once``: the first time a shape is needed for a single batch it compiles as one loop over
+    full-size caches; asked for again, the phased program compiles and replaces it once done (the one-loop
+    program serves meanwhile). Both decode as translate_ids does."""
     from t2t_jax.decode.decoder import compile_ahead
     from t2t_jax.model import decode_cache
 
     monkeypatch.setattr(decode_cache, "PHASE_MIN_BYTES", 0)  # caches this small would otherwise be one loop anyway
     search = {"cfg": CFG, "beam": 2, "alpha": 0.5, "nbest": 2, "stop": "exact"}  # a key no other test compiles
-    phased = compile_ahead(params, [(3, 9)], **search)[3, 9].result()
-    once = compile_ahead(params, [(3, 9)], **search, once={(3, 9)})[3, 9].result()
     loops = lambda program: program.as_text().count(" while(")  # noqa: E731
-    assert loops(once) < loops(phased)  # phases 16, 32, 59: three loops against one
+    first = compile_ahead(params, [(3, 9)], **search, once={(3, 9)})[3, 9].result()
+    assert loops(first) == 1
+    again = compile_ahead(params, [(3, 9)], **search, once={(3, 9)})[3, 9]  # the phased one starts compiling
+    assert again.done() and again.result() is first  # no wait: the one-loop program serves meanwhile
+    deadline = time.monotonic() + 60
+    while loops(phased := compile_ahead(params, [(3, 9)], **search)[3, 9].result()) == 1:
+        assert time.monotonic() < deadline, "the phased program never replaced the one-loop one"
+        time.sleep(0.1)
+    assert loops(phased) == 3  # phases 16, 32, 59
+    assert compile_ahead(params, [(3, 9)], **search, once={(3, 9)})[3, 9].result() is phased  # from now on
     src = sources()
-    for got, want in zip(once(params, src), phased(params, src)):
-        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+    want = translate_ids(params, src, cfg=CFG, beam=2, alpha=0.5, nbest=2)
+    for program in (first, phased):
+        for got, expected in zip(program(params, src), want):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=1e-5, atol=1e-5)
 
 
 def test_lowercased_tokenized_bleu_by_hand():

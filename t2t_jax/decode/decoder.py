@@ -240,21 +240,37 @@ def compile_ahead(
 ) -> dict:
     """{(rows, length): Future of ``translate_ids`` compiled for [rows, length] inputs} for every shape a run
     will decode, compiled on two threads (XLA compiles a program on one core) while the first batches already
-    decode: a cold start waits for the first shape's compilation, not for all of them in turn. Shapes in
-    ``once`` decode a single batch: their program is one loop (``phased=False``), which compiles in half the
-    time that cache phases would save it. Compiled decoders are kept for the process (the next dev-BLEU
-    evaluation reuses them; a request for a shape being compiled waits for that compilation); the persistent
-    compilation cache serves a later process."""
+    decode: a cold start waits for the first shape's compilation, not for all of them in turn.
+
+    Shapes in ``once`` decode a single batch in this run: the first time the process needs such a shape it is
+    compiled as one loop (``phased=False``), half the compile that cache phases would not earn back in one
+    batch. A process that asks for the shape again (a server, the next dev-BLEU evaluation) gets the phased
+    program compiled meanwhile, and the one-loop program until that is done. Compiled decoders are kept for the
+    process; the persistent compilation cache serves a later process."""
     futures = {}
     leaves, tree = jax.tree_util.tree_flatten(params)  # a program is compiled for its params' placement too
     placement = (tree, tuple(getattr(leaf, "sharding", None) for leaf in leaves))
     search = {"beam": beam, "alpha": alpha, "nbest": nbest, "stop": stop}
+
+    def known(shape, phased: bool):
+        """The program compiled or compiling for ``shape``, None if none or its compilation failed (retried)."""
+        future = _COMPILED.get((*shape, cfg, beam, alpha, nbest, stop, phased, placement))
+        return None if future is None or (future.done() and future.exception() is not None) else future
+
+    def program(shape, phased: bool):
+        """``known``, else a compilation started now (a failure surfaces at its ``result()``)."""
+        future = known(shape, phased)
+        if future is None:
+            future = _compile_pool().submit(_compile, params, *shape, cfg, search, phased)
+            _COMPILED[(*shape, cfg, beam, alpha, nbest, stop, phased, placement)] = future
+        return future
+
     with _COMPILING:
         for shape in dict.fromkeys(shapes):
-            phased = shape not in once
-            key = (*shape, cfg, beam, alpha, nbest, stop, phased, placement)
-            known = _COMPILED.get(key)
-            if known is None or (known.done() and known.exception() is not None):  # a failure is retried
-                _COMPILED[key] = _compile_pool().submit(_compile, params, *shape, cfg, search, phased)
-            futures[shape] = _COMPILED[key]
+            one_loop = known(shape, phased=False)
+            if shape in once and one_loop is None and known(shape, phased=True) is None:  # first need: cheap
+                futures[shape] = program(shape, phased=False)
+                continue
+            phased = program(shape, phased=True)  # needed again, or for several batches
+            futures[shape] = one_loop if one_loop is not None and one_loop.done() and not phased.done() else phased
     return futures
