@@ -230,10 +230,15 @@ def batch_plan(lengths, tokens_per_batch: int, max_len: int, *, fit_rows: bool =
         while start + count < len(lengths) and count + 1 <= rows(lengths[start + count]):
             count += 1
         longest = lengths[start + count - 1]
-        shape_rows = min(rows(longest), 1 << (count - 1).bit_length()) if fit_rows else rows(longest)
+        shape_rows = fitted_rows(count, rows(longest)) if fit_rows else rows(longest)
         plan.append((start, count, shape_rows, bucket_length(longest, max_len)))
         start += count
     return plan
+
+
+def fitted_rows(count: int, rows: int) -> int:
+    """The rows of a batch of ``count`` sentences in a shape of ``rows``: the smallest power of two holding them."""
+    return min(rows, 1 << (count - 1).bit_length())
 
 
 def pad_batch(sequences, rows: int, length: int, pad_id: int) -> np.ndarray:

@@ -13,7 +13,7 @@ from typing import Any
 import jax
 
 from t2t_jax.checkpoint.params import load_params
-from t2t_jax.data.pipeline import batch_plan, pad_batch
+from t2t_jax.data.pipeline import batch_plan, fitted_rows, pad_batch
 from t2t_jax.data.tokenizer import Tokenizer
 from t2t_jax.decode.decoder import (
     check_beam,
@@ -85,10 +85,9 @@ class DecodeOptions:
     than their lines need (batch_plan; for latency, not throughput; a batch of a shape of its own always is:
     decode_plan); ``retire_finished``: finished sentences leave a batch as it decodes (staged.py: faster once
     compiled, more programs to compile; for large inputs in one process), else one compiled program per batch
-    shape; ``stop``: when a beam search ends
-    (search.STOP_RULES: "exact", tensor2tensor's; "beam_finished", CTranslate2's and fairseq's);
-    ``batches_in_flight``: batches decoded at once (in_order); ``tokens_per_batch`` None: the beam's default
-    (default_tokens_per_batch; a sampled draw is one row)."""
+    shape; ``stop``: when a beam search ends (search.STOP_RULES: "exact", tensor2tensor's; "beam_finished",
+    CTranslate2's and fairseq's); ``batches_in_flight``: batches decoded at once (in_order);
+    ``tokens_per_batch`` None: the beam's default (default_tokens_per_batch; a sampled draw is one row)."""
 
     beam: int = 4
     alpha: float = 0.6
@@ -244,9 +243,8 @@ def decode_plan(lengths, options: DecodeOptions, max_len: int) -> list:
     input decodes 1 row at beam 1, not 128)."""
     plan = batch_plan(lengths, options.batch_tokens(), max_len, fit_rows=options.fit_rows)
     shapes = collections.Counter((rows, length) for _, _, rows, length in plan)
-    fitted = lambda count, rows: min(rows, 1 << (count - 1).bit_length())  # noqa: E731
     return [
-        (start, count, fitted(count, rows) if shapes[rows, length] == 1 else rows, length)
+        (start, count, fitted_rows(count, rows) if shapes[rows, length] == 1 else rows, length)
         for start, count, rows, length in plan
     ]
 
