@@ -252,9 +252,12 @@ def compile_ahead(
     placement = (tree, tuple(getattr(leaf, "sharding", None) for leaf in leaves))
     search = {"beam": beam, "alpha": alpha, "nbest": nbest, "stop": stop}
 
+    def key(shape, phased: bool) -> tuple:
+        return (*shape, cfg, beam, alpha, nbest, stop, phased, placement)
+
     def known(shape, phased: bool):
         """The program compiled or compiling for ``shape``, None if none or its compilation failed (retried)."""
-        future = _COMPILED.get((*shape, cfg, beam, alpha, nbest, stop, phased, placement))
+        future = _COMPILED.get(key(shape, phased))
         return None if future is None or (future.done() and future.exception() is not None) else future
 
     def program(shape, phased: bool):
@@ -262,7 +265,7 @@ def compile_ahead(
         future = known(shape, phased)
         if future is None:
             future = _compile_pool().submit(_compile, params, *shape, cfg, search, phased)
-            _COMPILED[(*shape, cfg, beam, alpha, nbest, stop, phased, placement)] = future
+            _COMPILED[key(shape, phased)] = future
         return future
 
     with _COMPILING:
