@@ -25,7 +25,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import ml_collections  # noqa: E402
 
-from bench.decode_engines import ct2_translate  # noqa: E402
+from bench.decode_engines import ct2_translate, run_header  # noqa: E402
 from bench.machine import recorded  # noqa: E402
 from t2t_jax.checkpoint.params import load_params  # noqa: E402
 from t2t_jax.data.sources import split_text  # noqa: E402
@@ -84,12 +84,7 @@ def main():
                     assert best == outputs[beam], f"{name}: other translations than beam {beam}'s first setting"
                     print(name, times[name], file=sys.stderr, flush=True)
     report = {
-        "workdir": args.workdir,
-        "checkpoint": args.checkpoint,
-        "step": model.step,
-        "our_dtype": model.cfg.dtype,
-        "sentences": len(sources),
-        "threads": args.threads,
+        **run_header(args, model, sources),
         "rounds": args.rounds,
         "default_tokens_per_batch": {f"beam{beam}": default_tokens_per_batch(beam) for beam in GRID},
         "runs": {

@@ -66,6 +66,18 @@ def ct2_translate(directory, sources, cfg, *, beam, compute_type, threads, batch
     return [pieces.decode(h) for h in hypotheses], sum(len(h) + 1 for h in hypotheses)
 
 
+def run_header(args, model, sources) -> dict:
+    """What a decode benchmark's JSON says first: the checkpoint, its step and dtype, the sentences, the threads."""
+    return {
+        "workdir": args.workdir,
+        "checkpoint": args.checkpoint,
+        "step": model.step,
+        "our_dtype": model.cfg.dtype,
+        "sentences": len(sources),
+        "threads": args.threads,
+    }
+
+
 def timed(fn):
     """``fn``'s (outputs, tokens) and its seconds."""
     start = time.perf_counter()
@@ -175,12 +187,7 @@ def main():
     if args.limit:
         sources, references = sources[: args.limit], references[: args.limit]
     report = {
-        "workdir": args.workdir,
-        "checkpoint": args.checkpoint,
-        "step": model.step,
-        "our_dtype": model.cfg.dtype,
-        "sentences": len(sources),
-        "threads": args.threads,
+        **run_header(args, model, sources),
         "batch": args.batch,
         "rounds": args.rounds,
         "retire_finished": args.retire_finished,
