@@ -357,6 +357,32 @@ def decode_batch_size_table(data: dict) -> str:
     return "\n".join(rows)
 
 
+def decode_per_step_table(data: dict) -> str:
+    """bench/decode_per_step.py: ms per decoding step at fixed length, ours and CTranslate2, by decoder rows."""
+    rows = [
+        "| sentences × beam (rows) | ours, one stream (ms) | CTranslate2, one stream (ms) | ours ÷ CTranslate2 speed "
+        "| ours, two streams (ms) | CTranslate2, two streams (ms) | ours ÷ CTranslate2 speed, two streams |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in data["results"]:
+        rows.append(
+            f"| {r['sentences']} × {r['beam']} ({r['rows']}) | {r['t2t_jax_ms_per_step']} | "
+            f"{r['ctranslate2_float32_ms_per_step']} | {r['t2t_jax_speed_over_ctranslate2']:.2f}× | "
+            f"{r['t2t_jax_two_streams_ms_per_step']} | {r['ctranslate2_float32_two_streams_ms_per_step']} | "
+            f"{r['t2t_jax_speed_over_ctranslate2_two_streams']:.2f}× |"
+        )
+    steps, rounds = data["results"][0]["steps"], len(data["results"][0]["t2t_jax_ms_per_step_rounds"])
+    rows += [
+        "",
+        f"Medians of {rounds} alternated rounds, ms per step of one batch ({steps} steps, every output full "
+        f"length). The `{data['config']}` recipe's model shapes, random-init weights, {data['dtype']}, "
+        f"{data['threads']} threads; two streams: the same batch decoded twice at once (ours: two threads; "
+        f"CTranslate2: `inter_threads=2`, one thread each), wall time per batch. `{data['command']}` at "
+        f"{data['commit']}, {data['date']}, {machine_line(data['machine'])}.",
+    ]
+    return "\n".join(rows)
+
+
 def decode_one_loop_once_table(data: dict) -> str:
     """bench/decode_real.py before and after one-batch shapes compile one loop, rounds alternated."""
     import statistics
@@ -509,6 +535,7 @@ TABLES = {  # name: (the file holding it, the JSON it comes from, the renderer)
         "bench/results/decode_batch_size_multi30k_avx2.json",
         decode_batch_size_table,
     ),
+    "decode_per_step": ("docs/benchmarks.md", "bench/results/decode_per_step_avx2.json", decode_per_step_table),
 }
 
 
