@@ -6,6 +6,9 @@ best hypothesis, the step each sentence's exact search could stop at, and the pa
 A batch computes rows × steps row-steps; a sentence needs only the steps until its search is done (beam: no
 alive hypothesis can beat its best finished one, the loop's own test; greedy: its EOS). The rest is finished
 sentences and padding rows still computing: the headroom of retiring them from the batch (compaction).
+``retired_row_steps``: what ``--retire-finished`` computes on the same batches, its halving rule
+(decode/staged.py::next_rows) replayed on each row's needed steps. Rows here are sentences; each is ``beam``
+decoder rows.
 Records each step's beam state through ``jax.debug.callback`` (the search is run with the callback patched
 in; timings here mean nothing).
 """
@@ -28,6 +31,7 @@ from t2t_jax.data.pipeline import batch_plan, pad_batch  # noqa: E402
 from t2t_jax.data.sources import split_text  # noqa: E402
 from t2t_jax.decode import search  # noqa: E402
 from t2t_jax.decode.decoder import EXTRA_LENGTH, decode_length, translate_ids  # noqa: E402
+from t2t_jax.decode.staged import SMALLEST_ROWS, next_rows  # noqa: E402
 from t2t_jax.decode.translate import default_tokens_per_batch, load_for_inference  # noqa: E402
 
 RECORDS = []  # (t, alive log-prob of the best alive [batch], best finished score [batch]) per beam step
@@ -61,6 +65,17 @@ def done_steps(records, limits, alpha, rows):
     return done
 
 
+def retired_row_steps(needed, smallest: int) -> int:
+    """The row-steps of one batch whose rows need ``needed`` [rows] steps when finished sentences leave it as
+    decode/staged.py retires them (``next_rows``, checked after every step)."""
+    rows, t, total = len(needed), 0, 0
+    while (needed > t).any():
+        total += rows
+        t += 1
+        rows = next_rows(rows, int((needed > t).sum()), smallest)
+    return total
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", required=True)
@@ -75,19 +90,22 @@ def main():
     cfg = model.cfg
     sources, _ = split_text(ml_collections.ConfigDict(model.config), "test")
     ids = sorted(model.tokenizer.encode_batch(sources), key=len)
-    batches, totals = [], {"row_steps": 0, "needed_row_steps": 0, "padding_row_steps": 0, "hypothesis_tokens": 0}
+    batches, totals = [], {"row_steps": 0, "needed_row_steps": 0, "padding_row_steps": 0, "retired_row_steps": 0}
+    totals["hypothesis_tokens"] = 0
     for start, count, rows, length in batch_plan([len(x) for x in ids], args.tokens_per_batch, cfg.max_len):
         inputs = pad_batch(ids[start : start + count], rows, length, cfg.pad_id)
         RECORDS.clear()
         sequences, _ = jax.device_get(translate_ids(model.params, inputs, cfg=cfg, beam=args.beam, alpha=args.alpha))
         jax.effects_barrier()
-        lengths = (sequences[:count, 0] != cfg.pad_id).sum(-1)  # the best hypotheses, EOS included
+        every_row = (sequences[:, 0] != cfg.pad_id).sum(-1)  # the best hypotheses, EOS included
+        lengths = every_row[:count]
         if args.beam > 1:
             limits = np.minimum((inputs != cfg.pad_id).sum(1) + EXTRA_LENGTH, decode_length(cfg, length))
-            needed = done_steps(RECORDS, limits, args.alpha, rows)[:count]
+            every_row = done_steps(RECORDS, limits, args.alpha, rows)
             steps = max(r[0] for r in RECORDS) if RECORDS else 1
         else:  # greedy: a sentence is done at its EOS; the loop runs until every row's is out
-            needed, steps = lengths, int(lengths.max())
+            steps = int(lengths.max())
+        needed = every_row[:count]
         batch = {
             "source_length": length,
             "rows": rows,
@@ -101,9 +119,11 @@ def main():
         totals["row_steps"] += rows * int(steps)
         totals["needed_row_steps"] += int(needed.sum())
         totals["padding_row_steps"] += (rows - count) * int(steps)
+        totals["retired_row_steps"] += retired_row_steps(every_row, max(1, SMALLEST_ROWS // args.beam))
         totals["hypothesis_tokens"] += int(lengths.sum())
     totals["needed_fraction"] = round(totals["needed_row_steps"] / totals["row_steps"], 3)
     totals["padding_fraction"] = round(totals["padding_row_steps"] / totals["row_steps"], 3)
+    totals["retired_needed_fraction"] = round(totals["needed_row_steps"] / totals["retired_row_steps"], 3)
     report = {"workdir": args.workdir, "checkpoint": args.checkpoint, "step": model.step, "beam": args.beam}
     report["tokens_per_batch"] = args.tokens_per_batch
     print(json.dumps(recorded({**report, **totals, "batches": batches}), indent=2))

@@ -36,6 +36,16 @@ class Sentences(NamedTuple):
     max_lengths: jax.Array  # [batch] int32: source length + 50 (§6.1)
 
 
+def next_rows(rows: int, searching: int, smallest: int) -> int:
+    """The sentences a stage of ``rows`` continues in once ``searching`` of them still search: ``rows`` until at
+    most half do, then the smallest halving of ``rows`` that holds them, never below ``smallest`` (a batch that
+    small is not halved)."""
+    size = rows
+    while searching <= size // 2 and size // 2 >= smallest:
+        size //= 2
+    return size
+
+
 def _loop(params, sentences: Sentences, cfg: ModelConfig, beam: int, first_length: int = 0) -> search.SearchLoop:
     """The search's loop over the model's cached steps (``first_length``: the caches a step without one makes)."""
     model = Transformer(cfg)
