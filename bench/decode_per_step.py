@@ -39,8 +39,6 @@ from t2t_jax.decode.decoder import decode_length, translate_ids  # noqa: E402
 from t2t_jax.export.ctranslate2 import export_ctranslate2, vocabulary_tokens  # noqa: E402
 from t2t_jax.train.state import init_params  # noqa: E402
 
-EXTRA = 50  # the output limit beyond the source length (§6.1): every hypothesis runs to it here
-
 
 def best_seconds_per_batch(fn, repeats: int) -> float:
     """The best of ``repeats`` timed calls of ``fn`` (which returns the batches it decoded), per batch."""
