@@ -149,9 +149,7 @@ def translate_staged(
         live = np.flatnonzero(searching)
         if len(live) <= floor:
             keep_outputs(carry.state)
-            size = rows // 2
-            while len(live) <= size // 2 and size // 2 >= smallest:
-                size //= 2
+            size = next_rows(rows, len(live), smallest)
             filler = np.flatnonzero(~searching)[0]  # a finished sentence: it searches no more
             keep = np.concatenate([live, np.full(size - len(live), filler)])
             owner = np.concatenate([owner[live], np.full(size - len(live), -1)])
