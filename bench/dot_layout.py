@@ -6,9 +6,12 @@ At a few decoder rows our step costs a fixed ~4 ms more than its rows' share (be
 step is mostly matmuls against weights read whole for a handful of rows. This times the matmuls of one decoder
 position of the ``multi30k`` model's shapes (d_model 256, d_ff 1024, vocabulary 8000): the feed-forward block
 (x W1, ReLU, W2) and the tied output projection x Eᵀ, 50 times inside one compiled ``fori_loop`` as a decode loop
-runs them, once with the activations as rows ([rows, 256]: the layout the model computes in) and once
-feature-major ([256, rows], weights on the left: Wᵀ xᵀ, E xᵀ). Both give the same numbers (checked); the two
-alternate over ``--rounds`` calls, and the JSON gives the medians in ms per position.
+runs them: with the activations as rows ([rows, 256]: the layout the model computes in); feature-major
+([256, rows], weights on the left: Wᵀ xᵀ, E xᵀ); and row-major between products but each product feature-major,
+its operand and result transposed behind ``optimization_barrier`` (without the barriers XLA folds the transposes
+back into the products). Feature-major products need the weights stored transposed ([d_ff, d], [d, d_ff]).
+All give the same numbers (checked); they alternate over ``--rounds`` calls, and the JSON gives the medians in ms
+per position.
 """
 
 from __future__ import annotations
@@ -55,6 +58,20 @@ def feature_major(x_t, w1_t, w2_t, embedding):
     return jax.lax.fori_loop(0, POSITIONS, position, (x_t, 0.0))
 
 
+@jax.jit
+def feature_major_products(x, w1_t, w2_t, embedding):
+    """x [rows, d] between products, as a row-major step carries it; each product runs on xᵀ [d, rows]."""
+    barrier = jax.lax.optimization_barrier
+
+    def position(_, carry):
+        x, total = carry
+        y_t = jnp.tanh(w2_t @ jax.nn.relu(w1_t @ barrier(x.T)))
+        logits_t = barrier(embedding @ barrier(y_t))  # [vocab, rows]
+        return barrier(y_t).T, total + logits_t.max()
+
+    return jax.lax.fori_loop(0, POSITIONS, position, (x, 0.0))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="1,2,4,8,32,128")
@@ -71,10 +88,17 @@ def main():
         layouts = {
             "row_major": lambda x=x: jax.block_until_ready(row_major(x, w1, w2, embedding)),
             "feature_major": lambda x=x: jax.block_until_ready(feature_major(x.T, w1_t, w2_t, embedding)),
+            "feature_major_products": lambda x=x: jax.block_until_ready(
+                feature_major_products(x, w1_t, w2_t, embedding)
+            ),
         }
-        (x_rows, total_rows), (x_features, total_features) = (run() for run in layouts.values())  # compiled here
-        np.testing.assert_allclose(np.asarray(x_rows), np.asarray(x_features).T, rtol=1e-4, atol=1e-5)
-        np.testing.assert_allclose(float(total_rows), float(total_features), rtol=1e-4)
+        (x_rows, total_rows), (x_features, total_features), (x_products, total_products) = (
+            run()
+            for run in layouts.values()  # compiled here
+        )
+        for x_other, total_other in ((x_features.T, total_features), (x_products, total_products)):
+            np.testing.assert_allclose(np.asarray(x_rows), np.asarray(x_other), rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(float(total_rows), float(total_other), rtol=1e-4)
         times = {name: [] for name in layouts}
         for _ in range(args.rounds):
             for name, run in layouts.items():
@@ -82,7 +106,8 @@ def main():
                 run()
                 times[name].append(1000 * (time.perf_counter() - start) / POSITIONS)
         result = {"rows": rows, **{f"{name}_ms": round(statistics.median(t), 4) for name, t in times.items()}}
-        result["feature_major_speedup"] = round(result["row_major_ms"] / result["feature_major_ms"], 3)
+        for name in ("feature_major", "feature_major_products"):
+            result[f"{name}_speedup"] = round(result["row_major_ms"] / result[f"{name}_ms"], 3)
         report["results"].append(result)
         print(json.dumps(result), file=sys.stderr, flush=True)
     print(json.dumps(recorded(report), indent=2))
