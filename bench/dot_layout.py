@@ -8,8 +8,8 @@ position of the ``multi30k`` model's shapes (d_model 256, d_ff 1024, vocabulary 
 (x W1, ReLU, W2) and the tied output projection x Eᵀ, 50 times inside one compiled ``fori_loop`` as a decode loop
 runs them: with the activations as rows ([rows, 256]: the layout the model computes in); feature-major
 ([256, rows], weights on the left: Wᵀ xᵀ, E xᵀ); and row-major between products but each product feature-major,
-its operand and result transposed behind ``optimization_barrier`` (without the barriers XLA folds the transposes
-back into the products). Feature-major products need the weights stored transposed ([d_ff, d], [d, d_ff]).
+its operand and result transposed behind ``optimization_barrier`` (so that XLA keeps the transposes rather
+than folding them into the products). Feature-major products need the weights stored transposed ([d_ff, d], [d, d_ff]).
 All give the same numbers (checked); they alternate over ``--rounds`` calls, and the JSON gives the medians in ms
 per position.
 """
