@@ -138,7 +138,7 @@ def translate_staged(
     phase = 0
     while True:
         rows = len(owner)
-        floor = rows // 2 if rows // 2 >= smallest else -1
+        floor = rows // 2 if next_rows(rows, rows // 2, smallest) < rows else -1  # the segment stops here
         carry, searching = _segment(params, sentences, carry, bounds[phase], floor, **statics)
         t, searching = jax.device_get((carry.state.t, searching))
         if t >= max_len or not searching.any():
@@ -147,9 +147,9 @@ def translate_staged(
             phase += 1
             carry = _grow(carry, length=bounds[phase], beam=beam)
         live = np.flatnonzero(searching)
-        if len(live) <= floor:
+        size = next_rows(rows, len(live), smallest)
+        if size < rows:
             keep_outputs(carry.state)
-            size = next_rows(rows, len(live), smallest)
             filler = np.flatnonzero(~searching)[0]  # a finished sentence: it searches no more
             keep = np.concatenate([live, np.full(size - len(live), filler)])
             owner = np.concatenate([owner[live], np.full(size - len(live), -1)])
