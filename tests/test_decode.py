@@ -79,11 +79,11 @@ def test_phased_caches_equal_full_recomputation(params, monkeypatch, beam, varia
 
 
 def vocab_dots(jaxpr, in_loop=False) -> tuple[int, int]:
-    """(outside, inside while loops): dot_generals with a vocab-sized last output dim (the logits projection)
-    anywhere in ``jaxpr`` and the jaxprs nested in its equations (jit calls, conds, loops)."""
+    """(outside, inside while loops): dot_generals with a vocab-sized output dim (the logits projection, row- or
+    feature-major) anywhere in ``jaxpr`` and the jaxprs nested in its equations (jit calls, conds, loops)."""
     outside = inside = 0
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "dot_general" and eqn.outvars[0].aval.shape[-1] == CFG.vocab_size:
+        if eqn.primitive.name == "dot_general" and CFG.vocab_size in eqn.outvars[0].aval.shape:
             inside, outside = (inside + 1, outside) if in_loop else (inside, outside + 1)
         for value in eqn.params.values():
             for sub in value if isinstance(value, (tuple, list)) else (value,):

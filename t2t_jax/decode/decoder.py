@@ -11,7 +11,7 @@ import jax.numpy as jnp
 
 from t2t_jax.decode.search import STOP_RULES, SearchLoop, beam_search, greedy_search, sampling_search
 from t2t_jax.errors import ConfigError
-from t2t_jax.model import Transformer, decode_cache
+from t2t_jax.model import Transformer, decode_cache, feature_major
 from t2t_jax.model.attention import MultiHeadAttention
 from t2t_jax.model.config import ModelConfig
 from t2t_jax.model.decode_cache import SearchCache
@@ -45,12 +45,16 @@ def encode_inputs(model, params, inputs, cfg: ModelConfig):
 def cached_step(model, params, encoded, input_segments, first_length, beam):
     """(step_fn, reorder_fn, grow_fn) of the searches over the model's grouped caches (decode_cache.py):
     the caches are created for ``first_length`` positions on the first step; a later step reads its length
-    off them."""
+    off them. At few rows the step computes its products feature-major, from weight copies made here, once,
+    outside the search loop (feature_major.py)."""
     batch = encoded.shape[0]
+    fixed = {"params": params}
+    if feature_major.wanted(batch * beam):
+        fixed[feature_major.COLLECTION] = feature_major.decoder_weights(params, model.config)
 
     def step(cache, tokens, index):
         where = decode_cache.step_of(cache, index, beam, batch, first_length)
-        variables = {"params": params} if cache is None else {"params": params, "cache": cache.model}
+        variables = fixed if cache is None else {**fixed, "cache": cache.model}
         logits, mutated = model.apply(
             variables, encoded, input_segments, tokens, where, method=Transformer.decode_step, mutable=["cache"]
         )

@@ -13,7 +13,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from t2t_jax.model import decode_cache, precision
+from t2t_jax.model import decode_cache, feature_major, precision
 from t2t_jax.model.attention_functions import attention_weights
 from t2t_jax.model.config import ModelConfig
 from t2t_jax.model.decode_cache import DecodeStep
@@ -52,7 +52,8 @@ class MultiHeadAttention(nn.Module):
             decode_cache.read_cross(self, key_proj, value_proj, inputs_kv)
             return None
         if decode == "self":  # a step has few rows: one product with [W_q | W_k | W_v] instead of three
-            query, key, value = project_together(inputs_q, (query_proj, key_proj, value_proj), cfg.dtype)
+            stacked = self.get_variable(feature_major.COLLECTION, "qkv")  # None: row-major products
+            query, key, value = project_together(inputs_q, (query_proj, key_proj, value_proj), cfg.dtype, stacked)
         else:
             query = query_proj(inputs_q)
         if decode is not None:
@@ -148,7 +149,12 @@ class Projection(nn.Module):
     @nn.compact
     def __call__(self, x):
         kernel, bias = self.weights()
-        y = precision.einsum(self.equation, x, kernel, self.dtype)
+        if self.has_variable(feature_major.COLLECTION, "kernel"):  # a decoding step at few rows
+            kernel_t = self.get_variable(feature_major.COLLECTION, "kernel")  # [out (heads * dim or d), in]
+            flat = x.reshape(*x.shape[:2], -1)  # "bthk": [b, t, heads * dim]; "btd" as is
+            y = feature_major.dot(flat, kernel_t, self.dtype).reshape(x.shape[:2] + self.out_dims)
+        else:
+            y = precision.einsum(self.equation, x, kernel, self.dtype)
         return y if bias is None else y + bias.astype(y.dtype)
 
     @nn.compact
@@ -157,16 +163,24 @@ class Projection(nn.Module):
         kernel = self.param("kernel", self.initializer, self.shape, jnp.float32)
         if not self.use_bias:
             return kernel, None
-        out_dims = self.shape[1:] if self.equation.endswith("bthk") else self.shape[-1:]
-        return kernel, self.param("bias", nn.initializers.zeros, out_dims, jnp.float32)
+        return kernel, self.param("bias", nn.initializers.zeros, self.out_dims, jnp.float32)
+
+    @property
+    def out_dims(self) -> tuple:
+        """The kernel's output dims: (heads, dim) into heads, (d,) out of them."""
+        return self.shape[1:] if self.equation.endswith("bthk") else self.shape[-1:]
 
 
-def project_together(x, projections, dtype):
+def project_together(x, projections, dtype, stacked_t=None):
     """The "btd,dhk->bthk" projections of one input as a single matmul with their kernels side by side,
-    split back into [b, t, heads, dim] per projection (same products as applying each)."""
+    split back into [b, t, heads, dim] per projection (same products as applying each). ``stacked_t``: those
+    kernels already stacked as [sum of heads * dim, d] (feature_major.decoder_weights), for a feature-major product."""
     weights = [projection.weights() for projection in projections]
     kernels = [kernel.reshape(kernel.shape[0], -1) for kernel, _ in weights]
-    y = precision.einsum("btd,df->btf", x, jnp.concatenate(kernels, axis=1), dtype)
+    if stacked_t is not None:
+        y = feature_major.dot(x, stacked_t, dtype)
+    else:
+        y = precision.einsum("btd,df->btf", x, jnp.concatenate(kernels, axis=1), dtype)
     if weights[0][1] is not None:
         y = y + jnp.concatenate([bias.reshape(-1) for _, bias in weights]).astype(y.dtype)
     ends = list(itertools.accumulate(k.shape[1] for k in kernels))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import flax.linen as nn
 import jax.numpy as jnp
 
+from t2t_jax.model import feature_major, precision
 from t2t_jax.model import positions as positions_lib
-from t2t_jax.model import precision
 from t2t_jax.model.config import ModelConfig
 from t2t_jax.model.dropout import apply_keep_mask, row_keep_mask
 
@@ -69,7 +69,11 @@ class SharedEmbedding(nn.Module):
 
     def attend(self, x):
         """Logits h·Eᵀ (+ Marian's final_logits_bias if configured), in float32 for the loss."""
-        logits = precision.einsum("btd,vd->btv", x, self.embedding, self.config.dtype, jnp.float32)
+        if self.has_variable(feature_major.COLLECTION, "embedding"):  # a decoding step at few rows
+            embedding = self.get_variable(feature_major.COLLECTION, "embedding")
+            logits = feature_major.logits(x, embedding, self.config.dtype)
+        else:
+            logits = precision.einsum("btd,vd->btv", x, self.embedding, self.config.dtype, jnp.float32)
         return logits + self.logits_bias if self.config.logits_bias else logits
 
 
@@ -122,5 +126,8 @@ class Dense(nn.Module):
     def __call__(self, x):
         kernel = self.param("kernel", glorot_uniform(), (self.d_in, self.d_out), jnp.float32)
         bias = self.param("bias", nn.initializers.zeros, (self.d_out,), jnp.float32)
-        y = precision.einsum("btd,df->btf", x, kernel, self.dtype)
+        if self.has_variable(feature_major.COLLECTION, "kernel"):  # a decoding step at few rows
+            y = feature_major.dot(x, self.get_variable(feature_major.COLLECTION, "kernel"), self.dtype)
+        else:
+            y = precision.einsum("btd,df->btf", x, kernel, self.dtype)
         return y + bias.astype(self.dtype)
