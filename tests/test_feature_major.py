@@ -110,3 +110,44 @@ def test_searches_find_the_same_translations_either_way(monkeypatch, variant, be
 def test_the_programs_rows_choose_the_layout():
     """One row (a matrix-vector product) and many rows stay row-major; a few rows go feature-major."""
     assert [feature_major.wanted(rows) for rows in (1, 2, 4, 32, 33, 128)] == [False, True, True, True, False, False]
+
+
+def transposes(jaxpr) -> int:
+    """transpose equations anywhere in ``jaxpr`` and the jaxprs nested in its equations."""
+    count = 0
+    for eqn in jaxpr.eqns:
+        count += eqn.primitive.name == "transpose"
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (tuple, list)) else (value,):
+                sub = getattr(sub, "jaxpr", sub)
+                if hasattr(sub, "eqns"):
+                    count += transposes(sub)
+    return count
+
+
+def test_the_translate_paths_copies_are_made_once_per_params_and_decode_as_copies_made_in_the_program():
+    """with_copies makes the copies once per params object (a second call returns the same tree), keeps the
+    last KEPT params, and a decoding program given them makes none of its own: fewer transposes in its
+    program, the same translations."""
+    params = noisy_params(CFG, seed=8)
+    prepared = feature_major.with_copies(params, CFG)
+    assert feature_major.with_copies(params, CFG) is prepared
+    plain, copies = feature_major.split(prepared)
+    assert plain.keys() == params.keys() and feature_major.split(params) == (params, None)
+    expected = feature_major.decoder_weights(params, CFG)
+    for made, wanted in zip(jax.tree_util.tree_leaves(copies), jax.tree_util.tree_leaves(expected)):
+        np.testing.assert_array_equal(np.asarray(made), np.asarray(wanted))
+
+    src = sources(2)
+    decode = lambda p: translate_ids.__wrapped__(p, src, cfg=CFG, beam=2)  # noqa: E731  (4 rows: feature-major)
+    made_inside = transposes(jax.make_jaxpr(decode)(params).jaxpr)
+    given = transposes(jax.make_jaxpr(decode)(prepared).jaxpr)
+    assert given <= made_inside - 4 * CFG.decoder_layers  # qkv, self out, cross query and out, FFN: no copies made
+    for ours, theirs in zip(translate_ids(prepared, src, cfg=CFG, beam=2), translate_ids(params, src, cfg=CFG, beam=2)):
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+
+    others = [init_params(CFG, seed=seed) for seed in range(feature_major.KEPT)]
+    for other in others:
+        feature_major.with_copies(other, CFG)
+    assert feature_major.with_copies(others[-1], CFG) is feature_major.with_copies(others[-1], CFG)
+    assert feature_major.with_copies(params, CFG) is not prepared  # pushed out by KEPT newer params: made again

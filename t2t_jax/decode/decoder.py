@@ -45,12 +45,15 @@ def encode_inputs(model, params, inputs, cfg: ModelConfig):
 def cached_step(model, params, encoded, input_segments, first_length, beam):
     """(step_fn, reorder_fn, grow_fn) of the searches over the model's grouped caches (decode_cache.py):
     the caches are created for ``first_length`` positions on the first step; a later step reads its length
-    off them. At few rows the step computes its products feature-major, from weight copies made here, once,
-    outside the search loop (feature_major.py)."""
+    off them. At few rows the step computes its products feature-major, from weight copies ``params`` carries
+    (feature_major.with_copies) or made here, outside the search loop (feature_major.py)."""
     batch = encoded.shape[0]
+    params, copies = feature_major.split(params)  # copies: made once per params by the translate path
     fixed = {"params": params}
     if feature_major.wanted(batch * beam):
-        fixed[feature_major.COLLECTION] = feature_major.decoder_weights(params, model.config)
+        fixed[feature_major.COLLECTION] = (
+            feature_major.decoder_weights(params, model.config) if copies is None else copies
+        )
 
     def step(cache, tokens, index):
         where = decode_cache.step_of(cache, index, beam, batch, first_length)

@@ -27,6 +27,7 @@ from t2t_jax.decode.decoder import (
 from t2t_jax.decode.staged import translate_staged
 from t2t_jax.errors import ConfigError
 from t2t_jax.model.config import ModelConfig
+from t2t_jax.model.feature_major import with_copies
 from t2t_jax.model.precision import resolve_dtype
 from t2t_jax.special_ids import SpecialIds
 from t2t_jax.workdir import Workdir
@@ -181,6 +182,8 @@ def translate_texts(
     ensemble = cfg if isinstance(cfg, tuple) else None  # load_ensemble: one config per model
     check_retire_finished(options.retire_finished, ensemble=bool(ensemble), sampling=sampling is not None)
     cfg = dataclasses.replace(ensemble[0], max_len=min(c.max_len for c in ensemble)) if ensemble else cfg
+    # the weight copies a decoding program of few rows reads (model/feature_major.py), made once per params
+    params = tuple(map(with_copies, params, ensemble)) if ensemble else with_copies(params, cfg)
     ids = tokenizer.encode_batch(texts)
     overlong = [i for i, x in enumerate(ids) if len(x) > cfg.max_len]
     if overlong:

@@ -6,14 +6,18 @@ XLA:CPU runs ``x @ W`` for 2 to ~32 rows much slower than the same product with 
 product that way: the activations stay row-major between products (LayerNorm, attention and the cache read them
 so), and each product transposes its input and output behind ``optimization_barrier``, without which XLA folds
 the transposes back into a row-major product. The weights must be stored transposed for it: read transposed in
-place, the products are slower than row-major ones. ``decoder_weights`` makes those copies once per decoding
-call, outside the search loop; the modules find them in the ``"feature_major"`` collection at their own path
-(``Dense``: ``kernel`` [d_out, d_in]; ``MultiHeadAttention``: ``qkv`` and ``query`` / ``out`` ``kernel``;
-``SharedEmbedding``: ``embedding``) and
-fall back to their row-major products where it is absent (training, scoring, encoding, many rows).
+place, the products are slower than row-major ones. ``decoder_weights`` makes those copies outside the search
+loop: once per decoding call, or once per params for the translate path (``with_copies``). The modules find them
+in the ``"feature_major"`` collection at their own path (``Dense``: ``kernel`` [d_out, d_in];
+``MultiHeadAttention``: ``qkv`` and ``query`` / ``out`` ``kernel``; ``SharedEmbedding``: ``embedding``) and fall
+back to their row-major products where it is absent (training, scoring, encoding, many rows).
 """
 
 from __future__ import annotations
+
+import collections
+import functools
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -78,3 +82,40 @@ def decoder_weights(params, cfg) -> dict:
     embedding = params["embed"]["embedding"].astype(dtype)
     # one barrier: the copies stay materialised, never re-read through a transposed view of the params
     return jax.lax.optimization_barrier({"embed": {"embedding": embedding}, "decoder": layers})
+
+
+_made = collections.OrderedDict()  # id(params) -> (params, params with copies): the last few params decoded
+_made_lock = threading.Lock()
+KEPT = 4  # params whose copies are kept (an ensemble's members, a server's model, a training run's last eval)
+
+
+def with_copies(params, cfg) -> dict:
+    """``params`` with ``decoder_weights``' copies beside them under ``COLLECTION`` (a top-level key Flax
+    ignores; ``split`` takes it off), made once per params object: the translate path decodes many batches,
+    and a server many requests, with the same params, and making the copies costs about what a few dozen
+    steps of a few rows do."""
+    from t2t_jax.model import precision
+
+    with _made_lock:
+        kept = _made.get(id(params))
+        if kept is not None and kept[0] is params:
+            _made.move_to_end(id(params))
+            return kept[1]
+        cfg = precision.resolve_dtype(cfg)[0]
+        prepared = {**params, COLLECTION: _decoder_weights_jit(params, cfg)}
+        _made[id(params)] = (params, prepared)  # params held: its id is not reused while kept
+        while len(_made) > KEPT:
+            _made.popitem(last=False)
+        return prepared
+
+
+def split(params) -> tuple[dict, dict | None]:
+    """(the model's params, the copies ``with_copies`` put beside them or None)."""
+    if COLLECTION not in params:
+        return params, None
+    return {k: v for k, v in params.items() if k != COLLECTION}, params[COLLECTION]
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _decoder_weights_jit(params, cfg):
+    return decoder_weights(params, cfg)
