@@ -1,6 +1,6 @@
 """One decoding step, ours against CTranslate2, at fixed length and a grid of decoder rows. Prints JSON.
 
-    python bench/decode_per_step.py [--config multi30k] [--grid 1x1,1x4,8x4,32x4,32x1,128x1] [--rounds 5]
+    python bench/decode_per_step.py [--config multi30k] [--grid 1x1,1x4,4x4,8x4,32x4,32x1,128x1] [--rounds 5]
 
 On real data the two engines differ in two ways at once: what one step of a given number of rows costs, and how
 many row-steps each computes (CTranslate2 drops a sentence from its batch the step it finishes; our compiled
@@ -8,11 +8,13 @@ program steps every row until the batch's last sentence ends). This benchmark ta
 the first. Both decode the same random-init weights of the config's model (float32; the CTranslate2 export of
 the same params), sources of ``--source-length`` tokens, for exactly source length + 50 steps: random weights
 never emit EOS in ours (checked: every row's output is full length), and CTranslate2 is held there by
-``min_decoding_length = max_decoding_length``. A grid entry ``BxK`` is B sentences at beam K (B·K rows), one batch,
-``--threads`` threads for both, once as one stream and once as two streams of that batch at once (``engines``);
-a two-stream figure is the wall time per batch. The engines alternate over ``--rounds`` rounds; each round's
-figure is the best of ``--repeats`` calls after a first (warming) one, and the JSON gives every round and the
-median in ms per step.
+``min_decoding_length = max_decoding_length``. Ours gets the params as the translate path gives them (with the
+weight copies a program of 2-32 rows reads, made once: model/feature_major.py), and once more with every product
+row-major whatever the rows (``t2t_jax_row_major``, one stream). A grid entry ``BxK`` is B
+sentences at beam K (B·K rows), one batch, ``--threads`` threads for both, once as one stream and once as two
+streams of that batch at once (``engines``); a two-stream figure is the wall time per batch. The engines
+alternate over ``--rounds`` rounds; each round's figure is the best of ``--repeats`` calls after a first
+(warming) one, and the JSON gives every round and the median in ms per step.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from bench.machine import recorded  # noqa: E402
 from t2t_jax.config.loading import load_config, model_config  # noqa: E402
 from t2t_jax.decode.decoder import decode_length, translate_ids  # noqa: E402
 from t2t_jax.export.ctranslate2 import export_ctranslate2, vocabulary_tokens  # noqa: E402
+from t2t_jax.model import feature_major  # noqa: E402
+from t2t_jax.model.feature_major import with_copies  # noqa: E402
 from t2t_jax.train.state import init_params  # noqa: E402
 
 
@@ -48,6 +52,16 @@ def best_seconds_per_batch(fn, repeats: int) -> float:
         batches = fn()
         times.append((time.perf_counter() - start) / batches)
     return min(times)
+
+
+def row_major_program(params, sources, cfg, beam: int):
+    """Our decoder compiled with every product row-major whatever the rows (as before model/feature_major.py)."""
+    saved, feature_major.ROWS = feature_major.ROWS, range(0)
+    try:  # a new function: traced afresh under the patch
+        run = jax.jit(lambda p, s: translate_ids.__wrapped__(p, s, cfg=cfg, beam=beam))
+        return run.lower(params, sources).compile()
+    finally:
+        feature_major.ROWS = saved
 
 
 def engines(params, cfg, sources, beam: int, threads: int, ct2_dir: str):
@@ -65,8 +79,15 @@ def engines(params, cfg, sources, beam: int, threads: int, ct2_dir: str):
     limits = {"beam_size": beam, "max_batch_size": len(tokens), "min_decoding_length": steps}
     limits["max_decoding_length"] = steps
 
+    prepared = with_copies(params, cfg)  # the weight copies few rows read, made once as the translate path does
+    row_major = row_major_program(params, sources, cfg, beam)
+
     def ours():
-        return jax.block_until_ready(translate_ids(params, sources, cfg=cfg, beam=beam))
+        return jax.block_until_ready(translate_ids(prepared, sources, cfg=cfg, beam=beam))
+
+    def ours_row_major():
+        jax.block_until_ready(row_major(params, sources))
+        return 1
 
     def ours_one():
         ours()
@@ -97,6 +118,7 @@ def engines(params, cfg, sources, beam: int, threads: int, ct2_dir: str):
 
     runs = {
         "t2t_jax": ours_one,
+        "t2t_jax_row_major": ours_row_major,
         "ctranslate2_float32": ct2_one_batch,
         "t2t_jax_two_streams": ours_two,
         "ctranslate2_float32_two_streams": ct2_two,
@@ -107,7 +129,7 @@ def engines(params, cfg, sources, beam: int, threads: int, ct2_dir: str):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="multi30k", help="the recipe whose model shapes are measured")
-    parser.add_argument("--grid", default="1x1,1x4,8x4,32x4,32x1,128x1", help="sentences x beam, comma-separated")
+    parser.add_argument("--grid", default="1x1,1x4,4x4,8x4,32x4,32x1,128x1", help="sentences x beam, comma-separated")
     parser.add_argument("--source-length", type=int, default=16, help="source tokens, EOS included")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
@@ -134,6 +156,8 @@ def main():
         for name, times in rounds.items():
             result[f"{name}_ms_per_step_rounds"] = times
             result[f"{name}_ms_per_step"] = statistics.median(times)
+        row_major_ms = result["t2t_jax_row_major_ms_per_step"]
+        result["feature_major_speedup"] = round(row_major_ms / result["t2t_jax_ms_per_step"], 3)
         for streams in ("", "_two_streams"):
             result[f"t2t_jax_speed_over_ctranslate2{streams}"] = round(
                 result[f"ctranslate2_float32{streams}_ms_per_step"] / result[f"t2t_jax{streams}_ms_per_step"], 3

@@ -359,15 +359,19 @@ def decode_batch_size_table(data: dict) -> str:
 
 def decode_per_step_table(data: dict) -> str:
     """bench/decode_per_step.py: ms per decoding step at fixed length, ours and CTranslate2, by decoder rows."""
+    row_major = "t2t_jax_row_major_ms_per_step" in data["results"][0]  # runs from before the column existed lack it
     rows = [
-        "| sentences × beam (rows) | ours, one stream (ms) | CTranslate2, one stream (ms) | ours ÷ CTranslate2 speed "
+        "| sentences × beam (rows) | ours, one stream (ms) |"
+        + (" ours, all products row-major (ms) |" if row_major else "")
+        + " CTranslate2, one stream (ms) | ours ÷ CTranslate2 speed "
         "| ours, two streams (ms) | CTranslate2, two streams (ms) | ours ÷ CTranslate2 speed, two streams |",
-        "|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|" + ("---|" if row_major else ""),
     ]
     for r in data["results"]:
         rows.append(
             f"| {r['sentences']} × {r['beam']} ({r['rows']}) | {r['t2t_jax_ms_per_step']} | "
-            f"{r['ctranslate2_float32_ms_per_step']} | {r['t2t_jax_speed_over_ctranslate2']:.2f}× | "
+            + (f"{r['t2t_jax_row_major_ms_per_step']} | " if row_major else "")
+            + f"{r['ctranslate2_float32_ms_per_step']} | {r['t2t_jax_speed_over_ctranslate2']:.2f}× | "
             f"{r['t2t_jax_two_streams_ms_per_step']} | {r['ctranslate2_float32_two_streams_ms_per_step']} | "
             f"{r['t2t_jax_speed_over_ctranslate2_two_streams']:.2f}× |"
         )
