@@ -107,9 +107,12 @@ def test_searches_find_the_same_translations_either_way(monkeypatch, variant, be
     assert (np.asarray(tokens)[..., 3:] != 0).any()  # searches that ran some steps, not all EOS at once
 
 
-def test_the_programs_rows_choose_the_layout():
-    """One row (a matrix-vector product) and many rows stay row-major; a few rows go feature-major."""
+def test_the_programs_rows_and_the_backend_choose_the_layout(monkeypatch):
+    """On CPU one row (a matrix-vector product) and many rows stay row-major, a few rows go feature-major; on an
+    accelerator every program stays row-major."""
     assert [feature_major.wanted(rows) for rows in (1, 2, 4, 32, 33, 128)] == [False, True, True, True, False, False]
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert not any(feature_major.wanted(rows) for rows in (2, 4, 32))
 
 
 def transposes(jaxpr) -> int:

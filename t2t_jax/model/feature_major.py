@@ -31,8 +31,9 @@ ROWS = range(2, 33)
 
 
 def wanted(rows: int) -> bool:
-    """Whether a decoding program of ``rows`` decoder rows should compute its products feature-major."""
-    return rows in ROWS
+    """Whether a decoding program of ``rows`` decoder rows should compute its products feature-major: on CPU
+    only, where it was measured (an accelerator's matmul units have layouts and costs of their own)."""
+    return rows in ROWS and jax.default_backend() == "cpu"
 
 
 def dot(x, kernel_t, dtype):
