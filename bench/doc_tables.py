@@ -325,6 +325,29 @@ def _whole_process_lines(run: dict) -> list:
     ]
 
 
+def decode_feature_major_table(data: dict) -> str:
+    """bench/decode_engines.py before and after feature-major products: ours and CTranslate2 per run, medians."""
+    rows = [
+        "| decoder (commit) | greedy: ours / CTranslate2 s | ÷ CTranslate2 speed | beam 4: ours / CTranslate2 s "
+        "| ÷ CTranslate2 speed (each round) | BLEU beam 4: ours / CTranslate2 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for run in data["runs"]:
+        report = run["report"]
+        greedy, greedy_ct2 = report["t2t_jax_beam1"], report["ctranslate2_float32_beam1"]
+        beam, beam_ct2 = report["t2t_jax_beam4"], report["ctranslate2_float32_beam4"]
+        rounds = " / ".join(f"{r:.2f}" for r in report["targets"]["warm_speed_over_ctranslate2_float32_each_round"])
+        rows.append(
+            f"| {run['label']} (`{run['commit']}`) | {greedy['seconds']} / {greedy_ct2['seconds']} | "
+            f"{greedy_ct2['seconds'] / greedy['seconds']:.2f}× | {beam['seconds']} / {beam_ct2['seconds']} | "
+            f"{beam_ct2['seconds'] / beam['seconds']:.2f}× ({rounds}) | {beam['sacrebleu']} / {beam_ct2['sacrebleu']} |"
+        )
+    first = data["runs"][0]["report"]
+    model = f"the `multi30k` recipe trained 25 minutes on this machine, averaged at step {first['step']}"
+    settings = f", `--retire-finished`, `--stop {first['stop']}`, medians of {first['rounds']} alternated rounds"
+    return "\n".join([*rows, "", engine_runs_line(data, model, settings)])
+
+
 def decode_batch_size_table(data: dict) -> str:
     """bench/decode_batch_size.py: the translate path's time by tokens_per_batch, CTranslate2 in every round."""
     runs = data["runs"]
@@ -540,6 +563,11 @@ TABLES = {  # name: (the file holding it, the JSON it comes from, the renderer)
         decode_batch_size_table,
     ),
     "decode_per_step": ("docs/benchmarks.md", "bench/results/decode_per_step_avx2.json", decode_per_step_table),
+    "decode_feature_major": (
+        "docs/benchmarks.md",
+        "bench/results/decode_feature_major_multi30k_avx2.json",
+        decode_feature_major_table,
+    ),
 }
 
 
