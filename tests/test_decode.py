@@ -267,8 +267,9 @@ class _Shapes(Exception):
     """The batch shapes the translate path was about to compile (raised instead of compiling them)."""
 
 
-def _planned_shapes(monkeypatch, lengths, options):
-    """The sorted distinct [rows, length] shapes translate_texts plans for lines of ``lengths`` tokens."""
+def _planned_shapes(monkeypatch, lengths, options, copies=None):
+    """The sorted distinct [rows, length] shapes translate_texts plans for lines of ``lengths`` tokens (each
+    weight-copying call for feature-major programs appended to ``copies``)."""
     from t2t_jax.decode import translate
 
     def record(params, shapes, **search):
@@ -279,10 +280,29 @@ def _planned_shapes(monkeypatch, lengths, options):
             return [[5] * n for n in lengths]
 
     monkeypatch.setattr(translate, "compile_ahead", record)
+    copies = [] if copies is None else copies
+    monkeypatch.setattr(translate.feature_major, "with_copies", lambda params, cfg: copies.append(cfg) or params)
     monkeypatch.setattr(translate, "sample_ids", lambda params, batch, keys, **cut: record(None, [batch.shape]))
     with pytest.raises(_Shapes) as raised:
         translate.translate_texts(["a line"] * len(lengths), Tokenizer(), None, CFG, options)
     return raised.value.args[0]
+
+
+def test_weight_copies_are_made_only_for_a_plan_with_a_program_of_few_decoder_rows(monkeypatch):
+    """Full 128-row batches read no feature-major copies, so none are made; a short file (one batch of a few
+    rows) or --retire-finished (whose late stages run at a few rows) gets them."""
+    from t2t_jax.decode.translate import DecodeOptions
+
+    made = []
+    assert _planned_shapes(monkeypatch, [12] * 512, DecodeOptions(beam=4), made) == [(32, 16)] and made == []
+    assert _planned_shapes(monkeypatch, [12] * 3, DecodeOptions(beam=4), made) == [(4, 16)] and made == [CFG]
+    options = DecodeOptions(beam=4, retire_finished=True)
+
+    def staged(*args, **kwargs):  # the first staged batch: stop there
+        raise _Shapes([])
+
+    monkeypatch.setattr("t2t_jax.decode.translate.translate_staged", staged)
+    assert _planned_shapes(monkeypatch, [12] * 512, options, made) == [] and made == [CFG, CFG]
 
 
 def test_default_batches_step_the_same_rows_whatever_the_beam(monkeypatch):

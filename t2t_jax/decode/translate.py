@@ -26,8 +26,8 @@ from t2t_jax.decode.decoder import (
 )
 from t2t_jax.decode.staged import translate_staged
 from t2t_jax.errors import ConfigError
+from t2t_jax.model import feature_major
 from t2t_jax.model.config import ModelConfig
-from t2t_jax.model.feature_major import with_copies
 from t2t_jax.model.precision import resolve_dtype
 from t2t_jax.special_ids import SpecialIds
 from t2t_jax.workdir import Workdir
@@ -182,8 +182,6 @@ def translate_texts(
     ensemble = cfg if isinstance(cfg, tuple) else None  # load_ensemble: one config per model
     check_retire_finished(options.retire_finished, ensemble=bool(ensemble), sampling=sampling is not None)
     cfg = dataclasses.replace(ensemble[0], max_len=min(c.max_len for c in ensemble)) if ensemble else cfg
-    # the weight copies a decoding program of few rows reads (model/feature_major.py), made once per params
-    params = tuple(map(with_copies, params, ensemble)) if ensemble else with_copies(params, cfg)
     ids = tokenizer.encode_batch(texts)
     overlong = [i for i, x in enumerate(ids) if len(x) > cfg.max_len]
     if overlong:
@@ -209,6 +207,10 @@ def translate_texts(
     stats = DecodeStats()
     plan = decode_plan([len(ids[i]) for i in todo], options, cfg.max_len)
     search = {"beam": beam, "alpha": alpha, "nbest": nbest, "stop": options.stop}
+    if options.retire_finished or any(feature_major.wanted(rows * beam) for _, _, rows, _ in plan):
+        # the weight copies a program of few decoder rows reads (model/feature_major.py), made once per params
+        copy = feature_major.with_copies
+        params = tuple(map(copy, params, ensemble)) if ensemble else copy(params, cfg)
     if ensemble:  # jit compiles each shape on first use
         ensemble_program = functools.partial(ensemble_ids, cfgs=ensemble, **search)
         program = lambda rows, length: ensemble_program  # noqa: E731

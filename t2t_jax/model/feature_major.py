@@ -87,16 +87,16 @@ def decoder_weights(params, cfg) -> dict:
 
 _made = collections.OrderedDict()  # id(params) -> (params, params with copies): the last few params decoded
 _made_lock = threading.Lock()
-KEPT = 4  # params whose copies are kept (an ensemble's members, a server's model, a training run's last eval)
+KEPT = 2  # params whose copies are kept alive (a server's model; a training run's evaluations each bring new ones)
 
 
 def with_copies(params, cfg) -> dict:
     """``params`` with ``decoder_weights``' copies beside them under ``COLLECTION`` (a top-level key Flax
     ignores; ``split`` takes it off), made once per params object: the translate path decodes many batches,
     and a server many requests, with the same params, and making the copies costs about what a few dozen
-    steps of a few rows do."""
-    from t2t_jax.model import precision
-
+    steps of a few rows do. Off CPU no program reads them: ``params`` as they are."""
+    if jax.default_backend() != "cpu":
+        return params
     with _made_lock:
         kept = _made.get(id(params))
         if kept is not None and kept[0] is params:
