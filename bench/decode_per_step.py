@@ -40,7 +40,6 @@ from t2t_jax.config.loading import load_config, model_config  # noqa: E402
 from t2t_jax.decode.decoder import decode_length, translate_ids  # noqa: E402
 from t2t_jax.export.ctranslate2 import export_ctranslate2, vocabulary_tokens  # noqa: E402
 from t2t_jax.model import feature_major  # noqa: E402
-from t2t_jax.model.feature_major import with_copies  # noqa: E402
 from t2t_jax.train.state import init_params  # noqa: E402
 
 
@@ -79,7 +78,7 @@ def engines(params, cfg, sources, beam: int, threads: int, ct2_dir: str):
     limits = {"beam_size": beam, "max_batch_size": len(tokens), "min_decoding_length": steps}
     limits["max_decoding_length"] = steps
 
-    prepared = with_copies(params, cfg)  # the weight copies few rows read, made once as the translate path does
+    prepared = feature_major.with_copies(params, cfg)  # the copies few rows read, made once as the translate path does
     row_major = row_major_program(params, sources, cfg, beam)
 
     def ours():
