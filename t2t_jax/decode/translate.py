@@ -167,6 +167,18 @@ def check_retire_finished(retire_finished: bool, *, ensemble: bool, sampling: bo
         raise ConfigError(f"--retire-finished decodes one model by beam or greedy search: not with {what}")
 
 
+def _with_copies_if_read(params, cfg: ModelConfig, ensemble, plan, options: DecodeOptions):
+    """``params`` (each model's, for an ensemble) with the weight copies a program of few decoder rows reads
+    (model/feature_major.py, made once per params) if the plan has such a program, or with --retire-finished,
+    whose late stages do; otherwise as they are."""
+    rows = (rows * options.beam for _, _, rows, _ in plan)
+    if not (options.retire_finished or any(map(feature_major.wanted, rows))):
+        return params
+    if ensemble:
+        return tuple(map(feature_major.with_copies, params, ensemble))
+    return feature_major.with_copies(params, cfg)
+
+
 def translate_texts(
     texts, tokenizer, params, cfg: ModelConfig, options: DecodeOptions = DecodeOptions(), *, log=print, progress=None
 ) -> Translations:
@@ -207,10 +219,7 @@ def translate_texts(
     stats = DecodeStats()
     plan = decode_plan([len(ids[i]) for i in todo], options, cfg.max_len)
     search = {"beam": beam, "alpha": alpha, "nbest": nbest, "stop": options.stop}
-    if options.retire_finished or any(feature_major.wanted(rows * beam) for _, _, rows, _ in plan):
-        # the weight copies a program of few decoder rows reads (model/feature_major.py), made once per params
-        copy = feature_major.with_copies
-        params = tuple(map(copy, params, ensemble)) if ensemble else copy(params, cfg)
+    params = _with_copies_if_read(params, cfg, ensemble, plan, options)
     if ensemble:  # jit compiles each shape on first use
         ensemble_program = functools.partial(ensemble_ids, cfgs=ensemble, **search)
         program = lambda rows, length: ensemble_program  # noqa: E731
