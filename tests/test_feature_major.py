@@ -42,12 +42,12 @@ def decode_step_logits(cfg, params, collections, batch=3, beam=2, steps=3):
     model = Transformer(cfg)
     src = jnp.asarray(sources(batch))
     segments = (src != cfg.pad_id).astype(jnp.int32)
-    encoded = jnp.repeat(model.apply({"params": params}, src, segments, method=Transformer.encode), 1, axis=0)
+    encoded = model.apply({"params": params}, src, segments, method=Transformer.encode)
     tokens = jnp.asarray(np.random.default_rng(1).integers(3, cfg.vocab_size, (steps, batch * beam)), jnp.int32)
+    # no reordering: every hypothesis's positions sit in its own beam slot
+    ancestry = jnp.broadcast_to(jnp.arange(beam, dtype=jnp.int32)[None, :, None], (batch, beam, 8))
     cache, out = {}, []
     for index in range(steps):
-        ancestry = None if beam == 1 else jnp.tile(jnp.arange(beam, dtype=jnp.int32), (batch, 1))[..., None]
-        ancestry = None if ancestry is None else jnp.broadcast_to(ancestry, (batch, beam, 8))
         step = decode_cache.DecodeStep(jnp.int32(index), 8, beam, ancestry)
         variables = {"params": params, **collections, **({"cache": cache} if cache else {})}
         logits, mutated = model.apply(
