@@ -40,7 +40,7 @@ from t2t_jax.workdir import Workdir
 ROW_TOKENS_PER_BATCH = 2048
 
 
-def default_tokens_per_batch(beam: int) -> int:
+def default_tokens_per_batch(beam: int, retire_finished: bool = False) -> int:
     """Padded source tokens per batch when none is given: ROW_TOKENS_PER_BATCH over the rows a sentence takes."""
     return max(ROW_TOKENS_PER_BATCH // beam, 1)
 
