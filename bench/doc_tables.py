@@ -349,8 +349,10 @@ def decode_feature_major_table(data: dict) -> str:
 
 
 def decode_batch_size_table(data: dict) -> str:
-    """bench/decode_batch_size.py: the translate path's time by tokens_per_batch, CTranslate2 in every round."""
+    """bench/decode_batch_size.py: the translate path's time by tokens_per_batch, CTranslate2 in every round.
+    Bold: ``chosen_tokens_per_batch`` (a grid that set the default) or the default the run had."""
     runs = data["runs"]
+    bold = data.get("chosen_tokens_per_batch", data["default_tokens_per_batch"])
     rows = ["| search | tokens per batch (rows of <= 16 tokens) | s, each round | median s | ÷ CTranslate2 speed |"]
     rows.append("|---|---|---|---|---|")
     for beam in (1, 4):
@@ -359,7 +361,7 @@ def decode_batch_size_table(data: dict) -> str:
             if not name.startswith(f"beam{beam}_tokens"):
                 continue
             tokens = int(name.rsplit("tokens", 1)[1])
-            label = f"**{tokens}**" if tokens == data["default_tokens_per_batch"][f"beam{beam}"] else str(tokens)
+            label = f"**{tokens}**" if tokens == bold[f"beam{beam}"] else str(tokens)
             rows.append(
                 f"| {'greedy' if beam == 1 else f'beam {beam}'} | {label} ({tokens * beam // 16}) | "
                 f"{' / '.join(map(str, run['rounds_seconds']))} | {run['median_seconds']} | "
@@ -370,12 +372,14 @@ def decode_batch_size_table(data: dict) -> str:
             f"| CTranslate2 float32, {'greedy' if beam == 1 else f'beam {beam}'} | batches of 64 | "
             f"{their_rounds} | {theirs} | 1× |"
         )
+    model = data.get("model", "the EN→DE main job's full schedule, averaged") + f" (step {data['step']})"
+    path = ", `--retire-finished`" if data.get("retire_finished") else ""
+    stop = f", `--stop {data['stop']}`" if data.get("stop", "exact") != "exact" else ""
     rows += [
         "",
-        f"Bold: the default. Model: the EN→DE main job's full schedule, averaged (step {data['step']}), the "
-        f"{data['sentences']} Multi30k test sentences, {data['threads']} threads; `{data['command']}` at "
-        f"{data['commit']}, {data['date']}, {machine_line(data['machine'])}; a search's translations identical "
-        "at every size.",
+        f"Bold: the default. Model: {model}, the {data['sentences']} Multi30k test sentences, {data['threads']} "
+        f"threads{path}{stop}; `{data['command']}` at {data['commit']}, {data['date']}, "
+        f"{machine_line(data['machine'])}; a search's translations identical at every size.",
     ]
     return "\n".join(rows)
 
@@ -560,6 +564,11 @@ TABLES = {  # name: (the file holding it, the JSON it comes from, the renderer)
     "decode_batch_size": (
         "docs/benchmarks.md",
         "bench/results/decode_batch_size_multi30k_avx2.json",
+        decode_batch_size_table,
+    ),
+    "decode_batch_size_retire": (
+        "docs/benchmarks.md",
+        "bench/results/decode_batch_size_retire_multi30k_avx2.json",
         decode_batch_size_table,
     ),
     "decode_per_step": ("docs/benchmarks.md", "bench/results/decode_per_step_avx2.json", decode_per_step_table),

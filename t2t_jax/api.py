@@ -108,11 +108,11 @@ class Translator:
         scores); beam 1 = greedy; α: GNMT length penalty (§6.1). ``sample``: draw ``nbest`` translations per
         line at ``temperature`` from the ``top_k`` most likely tokens and the ``top_p`` nucleus, reproducibly
         for a ``seed`` (scores: the model's log-probabilities). ``tokens_per_batch``: padded source tokens
-        a batch (None: ~128 decoder rows, decode.translate.default_tokens_per_batch). ``progress``: a (done,
-        total) callback, e.g. ``t2t_jax.progress.Meter("translate")``. ``fit_rows``: batches no larger than
-        the lines need (lower latency for a few lines; more shapes to compile). ``retire_finished``: finished
-        sentences leave their batch as it decodes (faster once compiled, more to compile: for large inputs;
-        docs/decoding.md).
+        a batch (None: ~128 decoder rows, ~256 with ``retire_finished``; decode.translate.default_tokens_per_batch).
+        ``progress``: a (done, total) callback, e.g. ``t2t_jax.progress.Meter("translate")``. ``fit_rows``:
+        batches no larger than the lines need (lower latency for a few lines; more shapes to compile).
+        ``retire_finished``: finished sentences leave their batch as it decodes (faster once compiled, more to
+        compile: for large inputs; docs/decoding.md).
         ``stop``: when a beam search ends, "exact" (no live hypothesis can beat the best finished one) or
         "beam_finished" (``beam`` hypotheses have finished, as CTranslate2 and fairseq; fewer steps). The
         names are the command's flags and the server's JSON keys."""

@@ -319,6 +319,22 @@ def test_default_batches_step_the_same_rows_whatever_the_beam(monkeypatch):
     assert _planned_shapes(monkeypatch, lines, DecodeOptions(beam=1, tokens_per_batch=256)) == [(16, 16)]
 
 
+def test_retire_finished_batches_step_twice_the_rows(monkeypatch):
+    """With --retire-finished finished sentences leave their batch, so its default batches are ~256 decoder rows
+    (64 sentences of <= 16 tokens at beam 4, 256 greedy); an explicit tokens_per_batch still wins."""
+    from t2t_jax.decode.translate import DecodeOptions
+
+    def staged(params, inputs, **search):  # the first staged batch: its shape, and stop there
+        raise _Shapes([inputs.shape])
+
+    monkeypatch.setattr("t2t_jax.decode.translate.translate_staged", staged)
+    lines = [12] * 1024
+    assert _planned_shapes(monkeypatch, lines, DecodeOptions(beam=4, retire_finished=True)) == [(64, 16)]
+    assert _planned_shapes(monkeypatch, lines, DecodeOptions(beam=1, retire_finished=True)) == [(256, 16)]
+    explicit = DecodeOptions(beam=4, retire_finished=True, tokens_per_batch=512)
+    assert _planned_shapes(monkeypatch, lines, explicit) == [(32, 16)]
+
+
 def test_a_batch_with_a_shape_of_its_own_computes_no_padding_rows(monkeypatch):
     """One line decodes in 1 row, not a full batch of 32 (beam 4); three lines in 4. Where a shape serves several
     batches its rows stay (the program is compiled anyway); a lone last batch of another bucket fits its lines."""

@@ -38,7 +38,8 @@ def build_parser():
     parser.add_argument(
         "--tokens-per-batch",
         type=int,
-        help="padded source tokens per batch (default: 2048 // beam, about 128 decoder rows a batch)",
+        help="padded source tokens per batch (default: 2048 // beam, about 128 decoder rows a batch; "
+        "with --retire-finished 4096 // beam)",
     )
     parser.add_argument(
         "--retire-finished",

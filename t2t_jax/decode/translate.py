@@ -38,11 +38,15 @@ from t2t_jax.workdir import Workdir
 # (bigger matmuls against more finished sentences computing beside a batch's last one; docs/benchmarks.md,
 # "Batch size: rows, not sentences"); accelerators want far larger batches (--tokens-per-batch).
 ROW_TOKENS_PER_BATCH = 2048
+# With --retire-finished finished sentences leave their batch, so a larger one costs fewer steps without computing
+# for them: ~256 rows were the fastest there (the same section).
+RETIRE_ROW_TOKENS_PER_BATCH = 4096
 
 
 def default_tokens_per_batch(beam: int, retire_finished: bool = False) -> int:
-    """Padded source tokens per batch when none is given: ROW_TOKENS_PER_BATCH over the rows a sentence takes."""
-    return max(ROW_TOKENS_PER_BATCH // beam, 1)
+    """Padded source tokens per batch when none is given: the path's row tokens over the rows a sentence takes."""
+    row_tokens = RETIRE_ROW_TOKENS_PER_BATCH if retire_finished else ROW_TOKENS_PER_BATCH
+    return max(row_tokens // beam, 1)
 
 
 # Batches decoded at once, each from its own thread: a decoding step at a test set's batch sizes is many small ops
@@ -104,7 +108,7 @@ class DecodeOptions:
         """The padded source tokens of a batch: ``tokens_per_batch``, else the default for the rows a line takes."""
         if self.tokens_per_batch is not None:
             return self.tokens_per_batch
-        return default_tokens_per_batch(1 if self.sampling else self.beam)
+        return default_tokens_per_batch(1 if self.sampling else self.beam, self.retire_finished)
 
 
 @dataclasses.dataclass
