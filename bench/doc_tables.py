@@ -248,7 +248,10 @@ def machine_line(machine: dict) -> str:
     """The machine a benchmark ran on, as bench/machine.py recorded it."""
     cpu = machine["cpu"]
     flags = ", ".join(cpu["flags"]) or "none"
-    return f"{cpu['cores']} cores of an {cpu['model']} (bf16-relevant flags: {flags}), jax {machine['jax']}"
+    generation = f", family {cpu['family']} model {cpu['model_number']}" if "family" in cpu else ""
+    l3 = f", L3 {cpu['caches']['L3']}" if "L3" in cpu.get("caches", {}) else ""
+    details = f"bf16-relevant flags: {flags}{generation}{l3}"
+    return f"{cpu['cores']} cores of an {cpu['model']} ({details}), jax {machine['jax']}"
 
 
 def decode_staged_table(data: dict) -> str:

@@ -4,6 +4,7 @@ and the versions of the stack. A figure without its machine cannot be compared w
 from __future__ import annotations
 
 import os
+import pathlib
 import platform
 import sys
 import time
@@ -11,21 +12,46 @@ import time
 BF16_CPU_FLAGS = ("amx_bf16", "amx_tile", "amx_int8", "avx512_bf16", "avx512_vnni", "avx512f", "avx2")
 
 
-def cpu_description() -> dict:
-    """CPU model name, logical cores this process may use, and which bf16-relevant flags /proc/cpuinfo lists."""
-    model, flags = platform.processor() or platform.machine(), set()
+CPUINFO_IDS = {"cpu family": "family", "model": "model_number", "stepping": "stepping"}
+
+
+def cpu_description(cpuinfo: str = "/proc/cpuinfo", cache_dir: str = "/sys/devices/system/cpu/cpu0/cache") -> dict:
+    """CPU model name, logical cores this process may use, which bf16-relevant flags /proc/cpuinfo lists, and,
+    where Linux says, the family/model/stepping (one model name covers several generations, which differ in
+    speed) and the cache sizes of core 0."""
+    model, flags, ids = platform.processor() or platform.machine(), set(), {}
     try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+        with open(cpuinfo, encoding="utf-8") as handle:
             for line in handle:
                 key, _, value = line.partition(":")
-                if key.strip() == "model name":
+                key = key.strip()
+                if key == "model name":
                     model = value.strip()
-                elif key.strip() == "flags":
+                elif key == "flags":
                     flags = set(value.split())
+                elif key in CPUINFO_IDS and CPUINFO_IDS[key] not in ids and value.strip().isdigit():
+                    ids[CPUINFO_IDS[key]] = int(value)
     except OSError:  # not Linux: the model from platform, no flags
         pass
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"model": model, "cores": cores, "flags": [f for f in BF16_CPU_FLAGS if f in flags]}
+    report = {"model": model, "cores": cores, "flags": [f for f in BF16_CPU_FLAGS if f in flags], **ids}
+    caches = cache_sizes(cache_dir)
+    return {**report, "caches": caches} if caches else report
+
+
+def cache_sizes(cache_dir: str) -> dict:
+    """{"L1d": "32K", "L1i": "32K", "L2": "512K", "L3": "32768K"} as sysfs names them; {} where it has none."""
+    sizes = {}
+    for index in sorted(pathlib.Path(cache_dir).glob("index*")):
+        try:
+            level, kind, size = (
+                (index / name).read_text(encoding="utf-8").strip() for name in ("level", "type", "size")
+            )
+        except OSError:
+            continue
+        suffix = {"Data": "d", "Instruction": "i"}.get(kind, "")
+        sizes[f"L{level}{suffix}"] = size
+    return sizes
 
 
 def describe() -> dict:
