@@ -335,6 +335,18 @@ def test_retire_finished_batches_step_twice_the_rows(monkeypatch):
     assert _planned_shapes(monkeypatch, lines, explicit) == [(32, 16)]
 
 
+def test_the_retire_grid_s_bold_default_is_the_code_s_default():
+    """docs/benchmarks.md bolds the retire grid's ``chosen_tokens_per_batch``: the sizes the code now defaults to."""
+    import json
+    import pathlib
+
+    from t2t_jax.decode.translate import default_tokens_per_batch
+
+    record = pathlib.Path(__file__).resolve().parents[1] / "bench/results/decode_batch_size_retire_multi30k_avx2.json"
+    chosen = json.loads(record.read_text(encoding="utf-8"))["chosen_tokens_per_batch"]
+    assert chosen == {f"beam{beam}": default_tokens_per_batch(beam, retire_finished=True) for beam in (1, 4)}
+
+
 def test_a_batch_with_a_shape_of_its_own_computes_no_padding_rows(monkeypatch):
     """One line decodes in 1 row, not a full batch of 32 (beam 4); three lines in 4. Where a shape serves several
     batches its rows stay (the program is compiled anyway); a lone last batch of another bucket fits its lines."""
