@@ -1,5 +1,6 @@
 """What a benchmark ran on, for its JSON: the CPU (model, cores, the bf16-relevant flags) or the accelerator,
-and the versions of the stack. A figure without its machine cannot be compared with another."""
+the host's page settings, and the versions of the stack. A figure without its machine cannot be compared with
+another."""
 
 from __future__ import annotations
 
@@ -54,6 +55,14 @@ def cache_sizes(cache_dir: str) -> dict:
     return sizes
 
 
+def host_memory(environ=os.environ) -> dict:
+    """The kernel's transparent-huge-page mode and the glibc tunables this process started with: XLA:CPU steps
+    run up to 1.3× faster with huge pages (t2t_jax/huge_pages.py), so a CPU figure depends on them."""
+    from t2t_jax.huge_pages import TUNABLES_ENV, thp_mode
+
+    return {"transparent_huge_pages": thp_mode(), "glibc_tunables": environ.get(TUNABLES_ENV, "")}
+
+
 def describe() -> dict:
     """The machine and versions: CPU, JAX backend and devices, and the CUDA/cuDNN and torch versions where present."""
     import jax
@@ -69,6 +78,7 @@ def describe() -> dict:
         "device_kind": device.device_kind,
         "device_count": jax.device_count(),
         "platform_version": getattr(device.client, "platform_version", None),
+        "host_memory": host_memory(),
     }
     try:
         import torch

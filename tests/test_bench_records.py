@@ -34,6 +34,15 @@ def test_recorded_puts_machine_command_and_date_first_and_keeps_a_report_s_own_m
     machine = report["machine"]
     assert machine["launcher"] == "mesh" and machine["cpu"]["cores"] >= 1 and "flags" in machine["cpu"]
     assert machine["jax"] and machine["backend"] == "cpu"
+    assert set(machine["host_memory"]) == {"transparent_huge_pages", "glibc_tunables"}
+
+
+def test_host_memory_records_the_tunables_the_process_started_with():
+    sys.path.insert(0, str(BENCH.parent))
+    from bench.machine import host_memory
+
+    assert host_memory({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"})["glibc_tunables"] == "glibc.malloc.hugetlb=1"
+    assert host_memory({})["glibc_tunables"] == ""
 
 
 def test_cpu_description_names_the_generation_and_caches_that_one_model_name_hides(tmp_path):

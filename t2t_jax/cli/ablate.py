@@ -8,6 +8,7 @@ import json
 import pathlib
 
 from t2t_jax.cli.common import command, fail, quiet_libraries
+from t2t_jax.huge_pages import relaunch_with_huge_pages
 
 
 def build_parser():
@@ -45,6 +46,7 @@ def main(argv=None):
         parser.error(f"unrecognized arguments: {[a for a in rest if not a.startswith('--config.')]}")
     if args.base_seeds < 1:
         parser.error("--base-seeds: at least 1")
+    relaunch_with_huge_pages("t2t-ablate")
     quiet_libraries()
     from t2t_jax.train.ablation import run_ablation
 

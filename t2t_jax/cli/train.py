@@ -12,6 +12,7 @@ import sys
 
 from t2t_jax.cli.common import command, parse_with_config, quiet_libraries, report
 from t2t_jax.errors import EXIT_PEER, CheckpointError
+from t2t_jax.huge_pages import relaunch_with_huge_pages
 
 
 @command
@@ -22,6 +23,7 @@ def main(argv=None):
     )
     parser.add_argument("--workdir", required=True, help="directory for config, summary and checkpoints")
     args, config = parse_with_config(parser, argv)
+    relaunch_with_huge_pages("t2t-train")
     quiet_libraries()
     import jax  # noqa: F401 - after argument errors are reported
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import jax
 
-from t2t_jax import distributed
+from t2t_jax import distributed, huge_pages
 from t2t_jax.checkpoint.manager import Checkpointer, abstract_like, check_compatible
 from t2t_jax.checkpoint.space import check_checkpoint_space
 from t2t_jax.config import model_config
@@ -139,6 +139,8 @@ def train(config, workdir: str, printer=print) -> dict:
     cfg, dtype_note = resolve_dtype(model_config(config))  # after initialize: it asks the backend
     run = Run(config, cfg, workdir, printer if lead else (lambda *a, **k: None))
     run.say(dtype_note, flush=True)
+    if jax.default_backend() == "cpu":
+        run.say(huge_pages.note(), flush=True)
     run.rebuild()
     check_checkpoint_space(workdir, jax.eval_shape(lambda: create_state(run.cfg, run.tx, config.train.seed)))
     batch_rows(config.data, run.launcher.device_count, jax.process_count(), config.train.accum_steps)  # before data
