@@ -18,6 +18,8 @@ import numpy as np
 import optax
 from flax import linen as nn
 
+from bench.memory import minor_page_faults
+
 
 def sinusoids(length: int, width: int) -> np.ndarray:
     """[length, width] sin on the first half of the features, cos on the second (the example's table)."""
@@ -125,13 +127,14 @@ def benchmark(size: dict, batch: int, length: int, steps: int, warmup: int, dtyp
         params, opt_state, loss = step(params, opt_state, key)
     jax.block_until_ready(loss)
     warmup_seconds = time.perf_counter() - began
-    began = time.perf_counter()
+    began, faults = time.perf_counter(), minor_page_faults()
     for key in keys[warmup:]:
         params, opt_state, loss = step(params, opt_state, key)
     jax.block_until_ready(loss)
     seconds = (time.perf_counter() - began) / steps
     return {
         "seconds_per_step": seconds,
+        "page_faults_per_step": (minor_page_faults() - faults) // steps,
         "target_tokens_per_s": batch * length / seconds,
         "warmup_seconds": warmup_seconds,
         "params": sum(leaf.size for leaf in jax.tree_util.tree_leaves(params)),

@@ -19,3 +19,9 @@ def peak_memory() -> dict:
         if peaks and all(p is not None for p in peaks):
             device_mb = max(peaks) / 2**20
     return {"process_peak_rss_mb": round(rss_mb, 1), "device_peak_mb": device_mb and round(device_mb, 1)}
+
+
+def minor_page_faults() -> int:
+    """Page faults this process has taken so far that needed no disk read: a fresh page's first touch, which
+    is what XLA:CPU's per-execution buffers cost without huge pages (t2t_jax/huge_pages.py)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from bench.memory import minor_page_faults
 from t2t_jax.model.positions import sinusoidal_table
 
 
@@ -70,12 +71,13 @@ def benchmark(size: dict, batch: int, length: int, steps: int, warmup: int, thre
 
     for _ in range(warmup):
         step()
-    start = time.perf_counter()
+    start, faults = time.perf_counter(), minor_page_faults()
     for _ in range(steps):
         step()
     seconds = (time.perf_counter() - start) / steps
     return {
         "seconds_per_step": seconds,
+        "page_faults_per_step": (minor_page_faults() - faults) // steps,
         "target_tokens_per_s": batch * length / seconds,
         "params": sum(p.numel() for p in model.parameters()),
     }

@@ -29,7 +29,7 @@ if "--fake-devices" in sys.argv:  # must reach XLA before jax is imported
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bench.memory import peak_memory  # noqa: E402
+from bench.memory import minor_page_faults, peak_memory  # noqa: E402
 from t2t_jax.config import default_config  # noqa: E402
 from t2t_jax.model import ModelConfig, Transformer  # noqa: E402
 from t2t_jax.model.flops import train_step_flops  # noqa: E402
@@ -77,14 +77,16 @@ def bench_jax(size: dict, dtype: str, steps: int, warmup: int, launcher: str) ->
         state, sums = step(state, batch)
     jax.block_until_ready(sums)
     compile_seconds = time.perf_counter() - compile_start
-    start = time.perf_counter()
+    start, faults = time.perf_counter(), minor_page_faults()
     for _ in range(steps):
         state, sums = step(state, batch)
     jax.block_until_ready(sums)
     seconds = (time.perf_counter() - start) / steps
+    faults = (minor_page_faults() - faults) // steps
     flops = train_step_flops(cfg, size["batch"], size["length"], size["length"])
     return {
         "seconds_per_step": seconds,
+        "page_faults_per_step": faults,
         "target_tokens_per_s": size["batch"] * size["length"] / seconds,
         "gflops_per_s": flops / seconds / 1e9,
         "warmup_seconds": compile_seconds,
