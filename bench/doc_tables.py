@@ -474,6 +474,42 @@ def decode_in_flight_table(data: dict) -> str:
     return "\n".join(rows)
 
 
+def train_step_huge_pages_table(data: dict) -> str:
+    """bench/train_step.py --flax in processes started with and without huge pages, alternated: seconds per step
+    and page faults per step of each framework, by round."""
+    settings = (("4 KiB pages", "4 KiB pages"), ("huge pages", f"`GLIBC_TUNABLES={data['tunable']}`"))
+    runs = {
+        label: [run["report"]["results"]["tiny"] for run in data["runs"] if run["label"] == label]
+        for label, _ in settings
+    }
+    rows = [
+        f"| step (tiny, 32 × 64 tokens) | {settings[0][1]}: s, each round | {settings[1][1]}: s, each round | "
+        "speed-up (means) | page faults a step (4 KiB → huge) |",
+        "|---|---|---|---|---|",
+    ]
+    for key, label in (
+        ("jax_float32", "t2t_jax, float32"),
+        ("jax_bfloat16", "t2t_jax, bfloat16"),
+        ("flax_float32", "Flax layers, float32"),
+        ("flax_bfloat16", "Flax layers, bfloat16"),
+        ("torch_float32", "torch.nn.Transformer, float32"),
+    ):
+        small, huge = ([r[key]["seconds_per_step"] for r in runs[name]] for name, _ in settings)
+        faults = [runs[name][0][key]["page_faults_per_step"] for name, _ in settings]
+        rows.append(
+            f"| {label} | {' / '.join(f'{x:.3f}' for x in small)} | {' / '.join(f'{x:.3f}' for x in huge)} | "
+            f"{(sum(small) / len(small)) / (sum(huge) / len(huge)):.2f}× | {faults[0]:,} → {faults[1]:,} |"
+        )
+    first = data["runs"][0]["report"]
+    rows += [
+        "",
+        f"`{first['command']}` at {data['commit']}, {first['date']}, {machine_line(first['machine'])} (THP mode "
+        f"{first['machine']['host_memory']['transparent_huge_pages']}); the two settings alternated over "
+        f"{len(runs[settings[0][0]])} rounds, each run a fresh process, other work paused.",
+    ]
+    return "\n".join(rows)
+
+
 def serve_table(data: dict) -> str:
     one, ct2 = data["server_one_sentence"], data["ctranslate2_float32_one_sentence"]
 
@@ -552,6 +588,11 @@ TABLES = {  # name: (the file holding it, the JSON it comes from, the renderer)
         refactor_before_after_table,
     ),
     "serve": ("docs/decoding.md", "bench/results/serve_multi30k.json", serve_table),
+    "train_step_huge_pages": (
+        "docs/benchmarks.md",
+        "bench/results/train_step_huge_pages_cpu2.json",
+        train_step_huge_pages_table,
+    ),
     "decode_staged": ("docs/benchmarks.md", "bench/results/decode_staged_multi30k_avx2.json", decode_staged_table),
     "decode_stop": ("docs/benchmarks.md", "bench/results/decode_stop_multi30k_avx2.json", decode_stop_table),
     "decode_in_flight": (

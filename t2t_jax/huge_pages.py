@@ -1,11 +1,12 @@
 """Transparent huge pages for XLA:CPU's buffers: the training commands restart themselves once to get them.
 
 XLA:CPU allocates a program's buffers afresh at every execution, and glibc maps allocations this large anew
-each time: the tiny train step touched ~640 MB of fresh 4 KiB pages a step, ~156,000 page faults, and ran 1.3×
-slower than with huge pages on a 2-core AMD EPYC (experiments/results/huge_pages.md). glibc 2.35+ asks for
-transparent huge pages on its mappings when the tunable ``glibc.malloc.hugetlb=1`` is set, and Linux grants them
-where ``/sys/kernel/mm/transparent_hugepage/enabled`` is ``madvise`` or ``always``. glibc reads tunables only as
-a process starts, so ``t2t-train`` and ``t2t-ablate`` re-execute themselves once with it added to
+each time: the tiny train step touched ~640 MB of fresh 4 KiB pages a step, ~156,000 page faults, and ran
+1.27× slower than with huge pages (median of eight pairs) on a 2-core AMD EPYC
+(experiments/results/huge_pages.md). glibc 2.35+ asks for transparent huge pages on its mappings when the
+tunable ``glibc.malloc.hugetlb=1`` is set, and Linux grants them where
+``/sys/kernel/mm/transparent_hugepage/enabled`` is ``madvise`` or ``always``. glibc reads tunables only as a
+process starts, so ``t2t-train`` and ``t2t-ablate`` re-execute themselves once with it added to
 ``GLIBC_TUNABLES`` (same PID, arguments and stdin); ``T2T_HUGE_PAGES=0`` keeps them from doing so. From Python,
 set the variable before starting the interpreter. Decoding measured no faster with it, so only training asks.
 """
