@@ -57,7 +57,7 @@ def cache_sizes(cache_dir: str) -> dict:
 
 def host_memory(environ=os.environ) -> dict:
     """The kernel's transparent-huge-page mode and the glibc tunables this process started with: XLA:CPU steps
-    run up to 1.3× faster with huge pages (t2t_jax/huge_pages.py), so a CPU figure depends on them."""
+    ran up to 1.58× faster (median 1.27×) with huge pages (t2t_jax/huge_pages.py), so a CPU figure depends on them."""
     from t2t_jax.huge_pages import TUNABLES_ENV, thp_mode
 
     return {"transparent_huge_pages": thp_mode(), "glibc_tunables": environ.get(TUNABLES_ENV, "")}

@@ -10,7 +10,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "t2t_jax"
 # Lowest first. A module of layer i may import the modules of its own package and of layers below i.
 LAYERS = [
     ["errors"],
-    ["special_ids", "workdir", "progress", "distributed"],
+    ["special_ids", "workdir", "progress", "distributed", "huge_pages"],
     ["model"],
     ["config"],
     ["data", "checkpoint"],
