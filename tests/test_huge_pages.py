@@ -122,3 +122,14 @@ def test_the_log_line_says_which_pages(monkeypatch):
     assert huge_pages.note({"T2T_HUGE_PAGES": "0"}) == "host memory: 4 KiB pages (T2T_HUGE_PAGES=0)"
     monkeypatch.setattr(huge_pages, "thp_mode", lambda: "never")
     assert "unavailable: kernel THP mode never" in huge_pages.note({})
+
+
+@needs_huge_pages
+def test_the_train_command_restarts_itself_and_logs_the_pages(tmp_path):
+    """End to end: ``python -m t2t_jax train`` started without the tunable trains on huge pages and says so."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("GLIBC_TUNABLES", "T2T_HUGE_PAGES")}
+    command = [sys.executable, "-m", "t2t_jax", "train", "--config", "smoke", "--workdir", str(tmp_path / "w")]
+    command += ["--config.train.steps=1"]
+    run = subprocess.run(command, env=environ, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert f"host memory: transparent huge pages for XLA:CPU buffers (GLIBC_TUNABLES has {TUNABLE})" in run.stdout
